@@ -1,0 +1,70 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Airlock",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "airlock", targets: ["airlock"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C system libraries: module maps and static-inline shims only.
+        .systemLibrary(
+            name: "CLibevent",
+            pkgConfig: "libevent",
+            providers: [.apt(["libevent-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // Pure modules: no I/O, no C.
+        .target(name: "AirlockWire", swiftSettings: strict),
+
+        // The only module that touches C.
+        .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL"], swiftSettings: strict),
+
+        .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
+
+        .target(
+            name: "Airlock",
+            dependencies: [
+                "AirlockWire", "AirlockIO", "AirlockSession",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "airlock",
+            dependencies: [
+                "Airlock",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Test support: real origins on 127.0.0.1:0, a curl runner.
+        .target(name: "AirlockTesting", dependencies: ["Airlock"], swiftSettings: strict),
+
+        .testTarget(name: "AirlockWireTests", dependencies: ["AirlockWire"], swiftSettings: strict),
+        .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "AirlockIntegrationTests",
+            dependencies: ["Airlock", "AirlockTesting", "AirlockWire"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,30 @@
+#ifndef AIRLOCK_CLIBEVENT_SHIM_H
+#define AIRLOCK_CLIBEVENT_SHIM_H
+/* <features.h> first: otherwise this module and COpenSSL clash over fd_set. */
+#include <features.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
+#include <event2/dns.h>
+#include <event2/util.h>
+#include <event2/thread.h>
+
+static inline short airlock_ev_read(void) { return EV_READ; }
+static inline short airlock_ev_write(void) { return EV_WRITE; }
+static inline short airlock_ev_persist(void) { return EV_PERSIST; }
+static inline short airlock_ev_timeout(void) { return EV_TIMEOUT; }
+static inline short airlock_bev_event_eof(void) { return BEV_EVENT_EOF; }
+static inline short airlock_bev_event_error(void) { return BEV_EVENT_ERROR; }
+static inline short airlock_bev_event_timeout(void) { return BEV_EVENT_TIMEOUT; }
+static inline short airlock_bev_event_connected(void) { return BEV_EVENT_CONNECTED; }
+static inline short airlock_bev_event_reading(void) { return BEV_EVENT_READING; }
+static inline short airlock_bev_event_writing(void) { return BEV_EVENT_WRITING; }
+
+#endif
