@@ -1,0 +1,73 @@
+import CLibevent
+import Glibc
+
+/// A bound, listening TCP socket driven by one loop. Accepted sockets are handed to
+/// `onAccept` (non-blocking, TCP_NODELAY set); the receiver decides which worker owns them.
+public final class Listener {
+    public let address: SocketAddress
+    private var listener: OpaquePointer?
+    private let onAccept: (Int32, SocketAddress) -> Void
+
+    /// Binds `host:port` (an IP literal or "localhost"; port 0 picks a free one).
+    public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 1024,
+                onAccept: @escaping (Int32, SocketAddress) -> Void) throws {
+        IORuntime.setUp()
+        let literal = host == "localhost" ? "127.0.0.1" : host
+        guard let addr = SocketAddress(ipLiteral: literal, port: port) else {
+            throw IOError(.bind, "listen address must be an IP literal or localhost: \(host)")
+        }
+        let fd = socket(addr.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw IOError.errno(.socket, "socket") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = addr.withSockaddr { bind(fd, $0, $1) }
+        guard rc == 0 else {
+            let e = IOError.errno(.bind, "bind \(addr)")
+            Glibc.close(fd)
+            throw e
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let e = IOError.errno(.listen, "listen \(addr)")
+            Glibc.close(fd)
+            throw e
+        }
+        evutil_make_socket_nonblocking(fd)
+        var st = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &st) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
+        }
+        address = SocketAddress(storage: st, length: len)
+        self.onAccept = onAccept
+        listener = evconnlistener_new(loop.base, listenerCallback, nil,
+                                      UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), -1, fd)
+        guard listener != nil else {
+            Glibc.close(fd)
+            throw IOError.errno(.listen, "evconnlistener")
+        }
+        evconnlistener_set_cb(listener, listenerCallback, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit { close() }
+
+    /// Stops accepting and closes the socket (idempotent).
+    public func close() {
+        if let l = listener { evconnlistener_free(l); listener = nil }
+    }
+
+    public func pause() { if let l = listener { evconnlistener_disable(l) } }
+    public func resume() { if let l = listener { evconnlistener_enable(l) } }
+
+    fileprivate func accepted(_ fd: Int32, _ sa: UnsafeMutablePointer<sockaddr>?, _ len: Int32) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let peer = sa.flatMap { SocketAddress(UnsafePointer($0), length: Int(len)) } ?? address
+        onAccept(fd, peer)
+    }
+}
+
+private let listenerCallback: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<sockaddr>?, Int32, UnsafeMutableRawPointer?) -> Void = { _, fd, sa, len, ctx in
+    guard let ctx else { Glibc.close(fd); return }
+    let l = Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue()
+    withExtendedLifetime(l) { l.accepted(fd, sa, len) }
+}

@@ -1,0 +1,84 @@
+import CLibevent
+import Glibc
+
+/// Asynchronous name resolution on a loop through libevent's evdns (never a blocking
+/// getaddrinfo on a loop thread). IP literals and "localhost" answer at once.
+public final class Resolver {
+    private var dns: OpaquePointer?
+
+    public init(loop: EventLoop) {
+        // Read resolv.conf and /etc/hosts; do not keep the loop alive when idle.
+        dns = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE)
+        if dns == nil {
+            dns = evdns_base_new(loop.base, EVDNS_BASE_DISABLE_WHEN_INACTIVE)
+        }
+        if let d = dns { _ = evdns_base_load_hosts(d, nil) }
+    }
+
+    deinit { if let d = dns { evdns_base_free(d, 0) } }
+
+    /// Resolves `host` (a name, an IP literal, or "[v6]") to addresses with `port`.
+    /// `completion` runs on the loop, possibly before `resolve` returns.
+    public func resolve(host: String, port: UInt16,
+                        completion: @escaping (Result<[SocketAddress], IOError>) -> Void) {
+        if let a = SocketAddress(ipLiteral: host, port: port) {
+            completion(.success([a]))
+            return
+        }
+        if host == "localhost" {
+            completion(.success([SocketAddress(ipLiteral: "127.0.0.1", port: port)!]))
+            return
+        }
+        guard let d = dns else {
+            completion(.failure(IOError(.resolve, "no DNS resolver for \(host)")))
+            return
+        }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_protocol = Int32(IPPROTO_TCP)
+        let box = ResolveRequest(host: host, port: port, completion: completion)
+        let ctx = Unmanaged.passRetained(box).toOpaque()
+        _ = evdns_getaddrinfo(d, host, nil, &hints, resolverCallback, ctx)
+    }
+}
+
+private final class ResolveRequest {
+    let host: String
+    let port: UInt16
+    let completion: (Result<[SocketAddress], IOError>) -> Void
+
+    init(host: String, port: UInt16, completion: @escaping (Result<[SocketAddress], IOError>) -> Void) {
+        self.host = host
+        self.port = port
+        self.completion = completion
+    }
+
+    func finish(_ result: Int32, _ res: UnsafeMutablePointer<addrinfo>?) {
+        guard result == 0, res != nil else {
+            let why = String(cString: evutil_gai_strerror(result))
+            completion(.failure(IOError(.resolve, "\(host): \(why)")))
+            return
+        }
+        var out: [SocketAddress] = []
+        var p = res
+        while let ai = p {
+            if let sa = ai.pointee.ai_addr, var addr = SocketAddress(UnsafePointer(sa), length: Int(ai.pointee.ai_addrlen)) {
+                addr.port = port
+                out.append(addr)
+            }
+            p = ai.pointee.ai_next
+        }
+        evutil_freeaddrinfo(res)
+        if out.isEmpty {
+            completion(.failure(IOError(.resolve, "\(host): no addresses")))
+        } else {
+            completion(.success(out))
+        }
+    }
+}
+
+private let resolverCallback: @convention(c) (Int32, UnsafeMutablePointer<addrinfo>?, UnsafeMutableRawPointer?) -> Void = { result, res, ctx in
+    let req = Unmanaged<ResolveRequest>.fromOpaque(ctx!).takeRetainedValue()
+    req.finish(result, res)
+}
