@@ -6,11 +6,11 @@ import Glibc
 public final class Listener {
     public let address: SocketAddress
     private var listener: OpaquePointer?
-    private let onAccept: (Int32, SocketAddress) -> Void
+    /// Receives each accepted socket; until set, accepted sockets are closed.
+    public var onAccept: ((Int32, SocketAddress) -> Void)?
 
     /// Binds `host:port` (an IP literal or "localhost"; port 0 picks a free one).
-    public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 1024,
-                onAccept: @escaping (Int32, SocketAddress) -> Void) throws {
+    public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 1024) throws {
         IORuntime.setUp()
         let literal = host == "localhost" ? "127.0.0.1" : host
         guard let addr = SocketAddress(ipLiteral: literal, port: port) else {
@@ -38,7 +38,6 @@ public final class Listener {
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
         }
         address = SocketAddress(storage: st, length: len)
-        self.onAccept = onAccept
         listener = evconnlistener_new(loop.base, listenerCallback, nil,
                                       UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), -1, fd)
         guard listener != nil else {
@@ -62,6 +61,7 @@ public final class Listener {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let peer = sa.flatMap { SocketAddress(UnsafePointer($0), length: Int(len)) } ?? address
+        guard let onAccept else { Glibc.close(fd); return }
         onAccept(fd, peer)
     }
 }

@@ -25,6 +25,8 @@ public final class Stream {
     public unowned(unsafe) var delegate: (any StreamDelegate)?
     private var closing: Closing = .open
     private var lingerTimer: Timer?
+    /// While flushing and lingering the stream keeps itself alive; its owner is gone.
+    private var selfRetain: Unmanaged<Stream>?
     private let loop: EventLoop
 
     private enum Closing {
@@ -155,6 +157,10 @@ public final class Stream {
             bufferevent_free(b)
             bev = nil
         }
+        if let r = selfRetain {
+            selfRetain = nil
+            r.release()
+        }
     }
 
     /// Sends what is queued, then half-closes and discards whatever the peer still sends
@@ -162,6 +168,8 @@ public final class Stream {
     public func closeAfterFlush(linger: Duration = .seconds(2)) {
         guard closing == .open, let b = bev else { return }
         closing = .flushing
+        selfRetain = Unmanaged.passRetained(self)
+        delegate = nil
         bufferevent_setwatermark(b, airlock_ev_write(), 0, 0)
         bufferevent_disable(b, airlock_ev_read())
         let t = Timer(loop: loop) { [unowned self] in self.close() }

@@ -1,0 +1,181 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+
+/// Phases before any byte goes upstream: request filter (limits, loops, routes), the
+/// upstream peer, and the connection to it.
+extension ClientConnection: UpstreamOwner {
+    static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    func dispatch(_ req: RequestHead) {
+        let id = worker.nextRequestID()
+        if let e = requestFilter(req) {
+            respondError(e, exchange: nil, requestID: id, request: req)
+            return
+        }
+        let path: String
+        switch req.target {
+        case .origin(let p): path = p
+        case .absolute(_, _, _, let p): path = p
+        default: path = "/"
+        }
+        guard let route = worker.context.config.route(host: req.host, path: path) else {
+            let e = GatewayError(.noRoute, status: 403, message: "no route for host \(req.host)", source: .client)
+            respondError(e, exchange: nil, requestID: id, request: req)
+            return
+        }
+        let key: UpstreamKey
+        switch route.upstream {
+        case .fixed(let t):
+            key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port)
+        case .origin:
+            var scheme = Scheme.http
+            if case .absolute(let s, _, _, _) = req.target { scheme = s }
+            key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80))
+        }
+        let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
+        if key.scheme == "https" {
+            let e = GatewayError(.tlsUnsupported, status: 502,
+                                 message: "TLS origination to \(key.host) is not available in this build",
+                                 source: .internal)
+            respondError(e, exchange: ex, requestID: id, request: req)
+            return
+        }
+        exchange = ex
+        state = .forwarding
+        ex.upstreamHead = ForwardingHeads.request(req, key: key, framing: ex.requestOut, viaToken: worker.context.viaToken)
+        if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
+            // We take the body ourselves (and stream it); the upstream never sees Expect.
+            stream.write(Self.continueResponse)
+        }
+        // Hold the client's body until the upstream is ready for it.
+        connectUpstream(ex)
+    }
+
+    /// Returns the error that refuses this request before it reaches any upstream.
+    private func requestFilter(_ req: RequestHead) -> GatewayError? {
+        if req.method == .connect {
+            return GatewayError(.connectUnsupported, status: 501,
+                                message: "CONNECT tunnels are not supported", source: .client, mustClose: true)
+        }
+        if case .length(let n) = req.framing, n > UInt64(limits.bodyBytes) {
+            return GatewayError(.bodyTooLarge, status: 413,
+                                message: "request body of \(n) bytes exceeds the limit of \(limits.bodyBytes)",
+                                source: .client, mustClose: true)
+        }
+        for v in req.headers.values(.via) where v.contains(worker.context.viaToken) {
+            return GatewayError(.loopDetected, status: 508,
+                                message: "request already passed through this gateway (Via: \(worker.context.viaToken))",
+                                source: .client)
+        }
+        if drainRequested && worker.draining {
+            return GatewayError(.draining, status: 503, message: "gateway is shutting down", source: .internal, mustClose: true)
+        }
+        return nil
+    }
+
+    // MARK: connect
+
+    func connectUpstream(_ ex: Exchange) {
+        ex.attempts += 1
+        if let pooled = worker.pool.checkout(ex.key) {
+            attach(pooled, to: ex)
+            sendRequestHead(ex)
+            return
+        }
+        worker.resolver.resolve(host: ex.key.host, port: ex.key.port) { [weak self, weak ex] result in
+            guard let self, let ex, self.exchange === ex, self.state == .forwarding else { return }
+            switch result {
+            case .success(let addrs):
+                ex.addresses = addrs
+                ex.addressIndex = 0
+                self.connectNextAddress(ex)
+            case .failure(let err):
+                let e = GatewayError(.upstreamUnresolvable, status: 502,
+                                     message: "cannot resolve upstream \(ex.key.host): \(err.detail)", source: .upstream)
+                self.failExchange(e)
+            }
+        }
+    }
+
+    private func connectNextAddress(_ ex: Exchange) {
+        while ex.addressIndex < ex.addresses.count {
+            let addr = ex.addresses[ex.addressIndex]
+            ex.addressIndex += 1
+            ex.lastUpstreamAddress = addr
+            if worker.context.isSelf(addr) {
+                let e = GatewayError(.loopDetected, status: 508,
+                                     message: "upstream \(addr) is this gateway's own listener", source: .client)
+                failExchange(e)
+                return
+            }
+            do {
+                let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self)
+                ex.upstream = u
+                return
+            } catch {
+                continue
+            }
+        }
+        let e = GatewayError(.upstreamRefused, status: 502,
+                             message: "cannot connect to upstream \(ex.key.host):\(ex.key.port)", source: .upstream)
+        failExchange(e)
+    }
+
+    private func attach(_ u: UpstreamConnection, to ex: Exchange) {
+        ex.upstream = u
+        ex.lastUpstreamAddress = u.address
+        u.activate(owner: self, timeout: limits.upstreamTimeout)
+        u.stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+    }
+
+    func upstreamConnected(_ u: UpstreamConnection) {
+        guard let ex = exchange, ex.upstream === u else { u.close(); return }
+        ex.connectedAt = EventLoop.nowNanos()
+        attach(u, to: ex)
+        sendRequestHead(ex)
+    }
+
+    private func sendRequestHead(_ ex: Exchange) {
+        guard let u = ex.upstream else { return }
+        u.stream.write(ex.upstreamHead)
+        pumpRequestBody()
+    }
+
+    func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent) {
+        guard let ex = exchange, ex.upstream === u else { u.close(); return }
+        if ex.response != nil {
+            upstreamEndedDuringBody(ex, u, event: event)
+            return
+        }
+        ex.upstream = nil
+        u.close()
+        // Nothing came back. A pooled connection the upstream had closed: retry once on a
+        // fresh one when the request is safe to repeat (no body sent).
+        let retryable = u.isReused && !ex.upstreamBytesSeen && ex.request.framing == .none && ex.attempts < 2
+        if retryable, event != .readTimeout, event != .writeTimeout {
+            connectUpstream(ex)
+            return
+        }
+        switch event {
+        case .readTimeout, .writeTimeout:
+            let what = u.exchanges == 0 ? "connect" : "response"
+            failExchange(GatewayError(.upstreamTimeout, status: 504,
+                                      message: "upstream \(u.address) timed out (\(what))", source: .upstream))
+        case .error(let why) where u.exchanges == 0:
+            ex.upstream = nil
+            // Try the next resolved address, if any.
+            if ex.addressIndex < ex.addresses.count {
+                connectNextAddress(ex)
+            } else {
+                failExchange(GatewayError(.upstreamRefused, status: 502,
+                                          message: "upstream \(u.address) refused the connection: \(why)",
+                                          source: .upstream))
+            }
+        default:
+            failExchange(GatewayError(.upstreamClosed, status: 502,
+                                      message: "upstream \(u.address) closed the connection before responding",
+                                      source: .upstream))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import AirlockIO
+import AirlockWire
+import Logging
+
+/// The error and logging phases: the single place where responses are refused and where
+/// access and error records are written.
+extension ClientConnection {
+    /// Answers with `e`'s status and JSON body. Keeps the connection only when the request
+    /// was fully read and the error does not make the connection untrustworthy.
+    func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: String, request: RequestHead? = nil) {
+        let req = ex?.request ?? request
+        let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
+        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && !drainRequested
+        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID), keepAlive: keepAlive))
+        logError(e, ex, requestID: requestID, request: req)
+        if let ex {
+            ex.responseStatus = e.status
+            logAccess(ex, status: e.status, complete: true)
+        } else {
+            logAccess(requestID: requestID, request: req, route: nil, status: e.status, upstream: nil,
+                      bytesIn: 0, bytesOut: 0, duration: 0, complete: true)
+        }
+        exchange = nil
+        if keepAlive {
+            state = .awaitingHead
+            scanner.reset()
+            stream.setReading(true)
+            armIdleTimer()
+            if stream.inputLength > 0 { readHead() }
+        } else {
+            closeAfterFlush()
+        }
+    }
+
+    /// The exchange failed before any response byte reached the client.
+    func failExchange(_ e: GatewayError) {
+        guard let ex = exchange else { return }
+        if let u = ex.upstream { ex.upstream = nil; u.close() }
+        respondError(e, exchange: ex, requestID: ex.id)
+    }
+
+    func logError(_ e: GatewayError, _ ex: Exchange?, requestID: String? = nil, request: RequestHead? = nil) {
+        var md: Logger.Metadata = [
+            "request_id": .string(requestID ?? ex?.id ?? "-"),
+            "status": .stringConvertible(e.status),
+            "error": .string(e.reason),
+            "source": .string(e.source.rawValue),
+            "message": .string(e.message),
+            "client": .string(peer.description),
+        ]
+        if let ex {
+            md["route"] = .string(ex.route.name)
+            md["method"] = .string(ex.request.method.name)
+            md["target"] = .string(ex.targetDescription)
+            md["upstream"] = .string(ex.lastUpstreamAddress?.description ?? ex.key.description)
+        } else if let request {
+            md["method"] = .string(request.method.name)
+            md["host"] = .string(request.host)
+        }
+        let level: Logger.Level = e.source == .upstream ? .error : .warning
+        logger.log(level: level, "request.error", metadata: md)
+    }
+
+    func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
+        logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
+                  upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
+                  duration: ex.durationMillis, complete: complete, exchange: ex)
+    }
+
+    func logAccess(requestID: String, request: RequestHead?, route: String?, status: Int, upstream: String?,
+                   bytesIn: UInt64, bytesOut: UInt64, duration: Double, complete: Bool, exchange ex: Exchange? = nil) {
+        guard logger.logLevel <= .info else { return }
+        var md: Logger.Metadata = [
+            "request_id": .string(requestID),
+            "status": .stringConvertible(status),
+            "bytes_in": .stringConvertible(bytesIn),
+            "bytes_out": .stringConvertible(bytesOut),
+            "duration_ms": .stringConvertible((duration * 1000).rounded() / 1000),
+            "client": .string(peer.description),
+        ]
+        if let request {
+            md["method"] = .string(request.method.name)
+            md["target"] = .string(ex?.targetDescription ?? "-")
+            md["host"] = .string(request.host)
+        }
+        if let route { md["route"] = .string(route) }
+        if let upstream { md["upstream"] = .string(upstream) }
+        if !complete { md["incomplete"] = .stringConvertible(true) }
+        if let ex, ex.responseStartedAt > 0 {
+            md["upstream_ms"] = .stringConvertible(Double((ex.responseStartedAt - ex.started) / 1000) / 1000)
+            md["upstream_reused"] = .stringConvertible(ex.connectedAt == 0)
+        }
+        logger.info("request.access", metadata: md)
+    }
+}

@@ -1,0 +1,226 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+
+/// Relay phases: request body up, response head and body down, with backpressure on
+/// both directions (a slow reader on either side slows the other).
+extension ClientConnection {
+    // MARK: request body
+
+    func pumpRequestBody() {
+        guard state == .forwarding, let ex = exchange, !ex.requestBodyDone else { return }
+        guard let u = ex.upstream, u.state == .active else { return }   // still connecting: bytes wait
+        do throws(WireError) {
+            try relayBody(from: stream, to: u.stream, decoder: &ex.requestDecoder, out: ex.requestOut) { n in
+                ex.bytesIn += UInt64(n)
+            }
+        } catch {
+            // The client's body is malformed: nothing more goes upstream.
+            ex.upstream = nil
+            u.close()
+            respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
+            return
+        }
+        if ex.requestDecoder.isComplete {
+            ex.requestBodyDone = true
+        } else if u.stream.outputLength >= Self.writeHighWatermark {
+            stream.setReading(false)   // resumed in upstreamWritable
+        }
+    }
+
+    func upstreamWritable(_ u: UpstreamConnection) {
+        guard let ex = exchange, !ex.requestBodyDone else { return }
+        stream.setReading(true)
+        // Bytes already buffered do not fire the read callback again: pump them now.
+        pumpRequestBody()
+    }
+
+    /// Moves decoded payload from `src` to `dst`, re-framing chunked output.
+    /// Returns when the body is complete or the input has nothing more to decode.
+    private func relayBody(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
+                           bounded: Bool = true, counted: (Int) -> Void) throws(WireError) {
+        while !decoder.isComplete {
+            let available = src.inputLength
+            let event: BodyDecoder.Event = try src.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
+                try decoder.next(buf, available: available)
+            }
+            switch event {
+            case .data(let n):
+                if out == .chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
+                src.moveInput(n, to: dst)
+                if out == .chunked { dst.write(ChunkedEncoder.chunkTrailer) }
+                counted(n)
+                if bounded && dst.outputLength >= Self.writeHighWatermark { return }
+            case .framing(let n):
+                src.drainInput(n)
+            case .end(let n):
+                src.drainInput(n)
+                if out == .chunked { dst.write(ChunkedEncoder.last) }
+            case .needMore:
+                return
+            }
+        }
+    }
+
+    // MARK: response
+
+    func upstreamReadable(_ u: UpstreamConnection) {
+        guard state == .forwarding, let ex = exchange, ex.upstream === u else { return }
+        if u.stream.inputLength > 0 { ex.upstreamBytesSeen = true }
+        if ex.response == nil {
+            readResponseHead(ex, u)
+        } else {
+            pumpResponseBody()
+        }
+    }
+
+    private func readResponseHead(_ ex: Exchange, _ u: UpstreamConnection) {
+        while ex.response == nil {
+            let n: Int?
+            do {
+                n = try u.stream.withInput(max: limits.headerBytes) { buf throws(WireError) in
+                    try ex.responseScanner.scan(buf)
+                }
+            } catch {
+                upstreamMalformed(ex, u, error)
+                return
+            }
+            guard let len = n else { return }
+            let parsed: Result<ResponseHead, WireError> = u.stream.withInput(max: len) { buf in
+                do throws(WireError) { return .success(try ResponseParser.parse(buf)) } catch { return .failure(error) }
+            }
+            u.stream.drainInput(len)
+            ex.responseScanner.reset()
+            let head: ResponseHead
+            switch parsed {
+            case .success(let h): head = h
+            case .failure(let e):
+                upstreamMalformed(ex, u, e)
+                return
+            }
+            if head.status == 101 {
+                upstreamMalformed(ex, u, nil, detail: "101 Switching Protocols without an Upgrade request")
+                return
+            }
+            if head.status < 200 { continue }   // interim (100, 103): ours to absorb
+            startResponse(ex, u, head)
+        }
+    }
+
+    private func startResponse(_ ex: Exchange, _ u: UpstreamConnection, _ head: ResponseHead) {
+        ex.response = head
+        ex.responseStatus = head.status
+        ex.responseStartedAt = EventLoop.nowNanos()
+        let framing = head.framing(requestMethod: ex.request.method)
+        ex.responseDecoder = BodyDecoder(framing: framing)
+        ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
+        ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && ex.responseOut != .close && ex.requestBodyDone
+        stream.write(ForwardingHeads.response(head, framing: framing, out: ex.responseOut,
+                                              requestMethod: ex.request.method, keepAlive: ex.clientKeepAlive,
+                                              clientVersion: ex.request.version))
+        ex.responseHeadSent = true
+        pumpResponseBody()
+    }
+
+    func pumpResponseBody(bounded: Bool = true) {
+        guard state == .forwarding, let ex = exchange, let u = ex.upstream, ex.response != nil else { return }
+        do throws(WireError) {
+            try relayBody(from: u.stream, to: stream, decoder: &ex.responseDecoder, out: ex.responseOut,
+                          bounded: bounded) { n in
+                ex.bytesOut += UInt64(n)
+            }
+        } catch {
+            upstreamMalformed(ex, u, error)
+            return
+        }
+        if ex.responseDecoder.isComplete {
+            finishExchange(ex)
+        } else if stream.outputLength >= Self.writeHighWatermark {
+            u.stream.setReading(false)   // resumed in streamWritable
+            stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+        }
+    }
+
+    /// The upstream closed, errored or went silent after the response head.
+    func upstreamEndedDuringBody(_ ex: Exchange, _ u: UpstreamConnection, event: StreamEvent) {
+        if event == .eof {
+            // Bytes may still be buffered: relay them all before judging the end.
+            pumpResponseBody(bounded: false)
+            if exchange !== ex { return }   // the body was complete after all
+            ex.upstream = nil
+            u.close()
+            do throws(WireError) {
+                try ex.responseDecoder.finishOnEOF()
+                if ex.responseOut == .chunked { stream.write(ChunkedEncoder.last) }
+                ex.clientKeepAlive = ex.clientKeepAlive && ex.responseOut != .close
+                finishExchange(ex, upstreamReusable: false)
+                return
+            } catch {
+                logError(GatewayError(.upstreamClosed, status: ex.responseStatus,
+                                      message: "upstream closed mid-body: \(error.detail)", source: .upstream), ex)
+            }
+        } else {
+            ex.upstream = nil
+            u.close()
+            let timeout = event == .readTimeout || event == .writeTimeout
+            logError(GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: ex.responseStatus,
+                                  message: "upstream \(timeout ? "timed out" : "failed") mid-body", source: .upstream), ex)
+        }
+        // The client must see an incomplete response, never a complete one: cut it off.
+        logAccess(ex, status: ex.responseStatus, complete: false)
+        exchange = nil
+        close()
+    }
+
+    private func upstreamMalformed(_ ex: Exchange, _ u: UpstreamConnection, _ error: WireError?, detail: String = "") {
+        ex.upstream = nil
+        u.close()   // never reused
+        let e = error.map { GatewayError(upstreamWire: $0) }
+            ?? GatewayError(.upstreamMalformed, status: 502, message: detail, source: .upstream)
+        if ex.responseHeadSent {
+            logError(e, ex)
+            logAccess(ex, status: ex.responseStatus, complete: false)
+            exchange = nil
+            close()
+        } else {
+            failExchange(e)
+        }
+    }
+
+    // MARK: completion
+
+    func finishExchange(_ ex: Exchange, upstreamReusable: Bool = true) {
+        if let u = ex.upstream {
+            ex.upstream = nil
+            let reusable = upstreamReusable && (ex.response?.keepAlive ?? false) && ex.requestBodyDone
+                && u.stream.inputLength == 0 && u.stream.outputLength == 0
+            if reusable { worker.park(u) } else { u.close() }
+        }
+        logAccess(ex, status: ex.responseStatus, complete: true)
+        exchange = nil
+        if ex.clientKeepAlive && !drainRequested {
+            state = .awaitingHead
+            stream.setReading(true)
+            stream.setWriteLowWatermark(0)
+            armIdleTimer()
+            if stream.inputLength > 0 { readHead() }   // pipelined requests already buffered
+        } else {
+            closeAfterFlush()
+        }
+    }
+
+    func clientAborted(_ event: StreamEvent) {
+        guard let ex = exchange else { close(); return }
+        if let u = ex.upstream { ex.upstream = nil; u.close() }
+        let why: String
+        switch event {
+        case .eof: why = "client closed the connection"
+        case .writeTimeout: why = "client stopped reading"
+        default: why = "client connection failed"
+        }
+        logError(GatewayError(.badRequest, status: 499, message: why, source: .client), ex)
+        logAccess(ex, status: ex.responseHeadSent ? ex.responseStatus : 499, complete: false)
+        exchange = nil
+        close()
+    }
+}

@@ -1,0 +1,164 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+import Logging
+
+/// One client connection: reads a request head, routes it, relays the exchange with its
+/// upstream, and goes back for the next head (keep-alive, pipelining). Lives on one worker.
+final class ClientConnection: StreamDelegate {
+    unowned let worker: Worker
+    let stream: Stream
+    let peer: SocketAddress
+    var state: State = .awaitingHead
+    var scanner: HeadScanner
+    var timer: Timer!
+    var timerMode: TimerMode = .idle
+    var exchange: Exchange?
+    var drainRequested = false
+
+    enum State {
+        case awaitingHead   // → .forwarding or .closed
+        case forwarding     // an exchange is in flight → .awaitingHead or .closed
+        case closed         // final
+    }
+
+    enum TimerMode { case idle, header }
+
+    /// Bytes buffered from a socket before libevent stops reading it.
+    static let readHighWatermark = 128 * 1024
+    /// Output queued to a peer before the other side stops reading (backpressure).
+    static let writeHighWatermark = 256 * 1024
+
+    init(worker: Worker, fd: Int32, peer: SocketAddress) {
+        self.worker = worker
+        self.peer = peer
+        self.stream = Stream(loop: worker.loop, fd: fd)
+        self.scanner = HeadScanner(kind: .request, limits: worker.wireLimits)
+        stream.delegate = self
+        stream.setReadHighWatermark(max(Self.readHighWatermark, worker.limits.headerBytes + 4))
+        stream.setTimeouts(read: nil, write: worker.limits.idleTimeout)
+        timer = Timer(loop: worker.loop) { [unowned self] in self.timerFired() }
+        armIdleTimer()
+    }
+
+    var limits: LimitsConfig { worker.limits }
+    var logger: Logger { worker.logger }
+
+    // MARK: timers
+
+    func armIdleTimer() {
+        timerMode = .idle
+        timer.schedule(after: limits.idleTimeout)
+    }
+
+    private func timerFired() {
+        guard state == .awaitingHead else { return }
+        if timerMode == .header || stream.inputLength > 0 {
+            let e = GatewayError(.headerTimeout, status: 408,
+                                 message: "the request head did not arrive within \(limits.headerTimeout)",
+                                 source: .client, mustClose: true)
+            respondError(e, exchange: nil, requestID: worker.nextRequestID())
+        } else {
+            close()
+        }
+    }
+
+    // MARK: StreamDelegate
+
+    func streamReadable(_ s: Stream) {
+        switch state {
+        case .awaitingHead: readHead()
+        case .forwarding: pumpRequestBody()
+        case .closed: break
+        }
+    }
+
+    func streamWritable(_ s: Stream) {
+        guard state == .forwarding, let ex = exchange, let u = ex.upstream else { return }
+        // The client drained what we queued: let the upstream send more.
+        if stream.outputLength < Self.writeHighWatermark / 2 {
+            u.stream.setReading(true)
+            pumpResponseBody()
+        }
+    }
+
+    func stream(_ s: Stream, event: StreamEvent) {
+        switch state {
+        case .awaitingHead:
+            close()
+        case .forwarding:
+            clientAborted(event)
+        case .closed:
+            break
+        }
+    }
+
+    // MARK: head
+
+    func readHead() {
+        while state == .awaitingHead {
+            let available = stream.inputLength
+            if available == 0 { return }
+            let headLength: Int?
+            do {
+                headLength = try stream.withInput(max: limits.headerBytes + 2) { buf throws(WireError) in
+                    try scanner.scan(buf)
+                }
+            } catch {
+                respondError(GatewayError(wire: error), exchange: nil, requestID: worker.nextRequestID())
+                return
+            }
+            guard let n = headLength else {
+                if timerMode == .idle {
+                    timerMode = .header
+                    timer.schedule(after: limits.headerTimeout)
+                }
+                return
+            }
+            let parsed: Result<RequestHead, WireError> = stream.withInput(max: n) { buf in
+                do throws(WireError) {
+                    return .success(try RequestParser.parse(buf, limits: worker.wireLimits))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            stream.drainInput(n)
+            scanner.reset()
+            timer.cancel()
+            switch parsed {
+            case .success(let head): dispatch(head)
+            case .failure(let e): respondError(GatewayError(wire: e), exchange: nil, requestID: worker.nextRequestID())
+            }
+        }
+    }
+
+    // MARK: closing
+
+    func drain() {
+        drainRequested = true
+        if state == .awaitingHead && stream.inputLength == 0 { close() }
+    }
+
+    func abort() {
+        if let u = exchange?.upstream { u.close() }
+        exchange = nil
+        close()
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        state = .closed
+        timer.cancel()
+        stream.close()
+        worker.clientClosed(self)
+    }
+
+    /// Flush what is queued (an error or a final response), then close.
+    func closeAfterFlush() {
+        guard state != .closed else { return }
+        state = .closed
+        timer.cancel()
+        stream.closeAfterFlush()
+        worker.clientClosed(self)
+    }
+}

@@ -1,0 +1,77 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+
+/// How a body goes out: as received (length), re-framed as chunks, delimited by close, or none.
+enum OutFraming: Equatable {
+    case none
+    case length
+    case chunked
+    case close
+}
+
+/// Per-request state that travels through every phase (parse, route, connect, relay, log):
+/// one typed context, as Pingora's CTX.
+final class Exchange {
+    let id: String
+    let request: RequestHead
+    let route: RouteConfig
+    let key: UpstreamKey
+    let started: UInt64
+
+    // request side
+    var upstreamHead: [UInt8] = []
+    var requestDecoder: BodyDecoder
+    var requestOut: OutFraming
+    var requestBodyDone = false
+    var bytesIn: UInt64 = 0
+
+    // upstream
+    var upstream: UpstreamConnection?
+    var addresses: [SocketAddress] = []
+    var addressIndex = 0
+    var attempts = 0
+    var connectedAt: UInt64 = 0
+    var responseStartedAt: UInt64 = 0
+    var lastUpstreamAddress: SocketAddress?
+
+    // response side
+    var responseScanner: HeadScanner
+    var upstreamBytesSeen = false
+    var response: ResponseHead?
+    var responseDecoder = BodyDecoder(framing: .none)
+    var responseOut: OutFraming = .none
+    var responseHeadSent = false
+    var responseStatus = 0
+    var bytesOut: UInt64 = 0
+    var clientKeepAlive = true
+
+    init(id: String, request: RequestHead, route: RouteConfig, key: UpstreamKey, limits: WireLimits) {
+        self.id = id
+        self.request = request
+        self.route = route
+        self.key = key
+        self.started = EventLoop.nowNanos()
+        self.requestDecoder = BodyDecoder(framing: request.framing)
+        switch request.framing {
+        case .chunked: requestOut = .chunked
+        case .length: requestOut = .length
+        case .none, .closeDelimited: requestOut = .none
+        }
+        requestBodyDone = request.framing == .none
+        responseScanner = HeadScanner(kind: .response, limits: limits)
+    }
+
+    /// The request target as the client named it, for logs.
+    var targetDescription: String {
+        switch request.target {
+        case .origin(let path): return path
+        case .absolute(let scheme, let host, let port, let path):
+            return "\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(path)"
+        case .authority(let host, let port): return "\(host):\(port)"
+        case .asterisk: return "*"
+        }
+    }
+
+    var durationMillis: Double { Double(EventLoop.nowNanos() - started) / 1_000_000 }
+}

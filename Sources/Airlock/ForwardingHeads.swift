@@ -1,0 +1,111 @@
+import AirlockSession
+import AirlockWire
+
+/// Re-serializes heads from the parsed model: the request that goes upstream and the
+/// response that goes back. Never copies raw bytes through: hop-by-hop fields are dropped,
+/// framing is set by Airlock, `Via` is added.
+enum ForwardingHeads {
+    /// Origin-form target for the upstream request line.
+    static func upstreamTarget(_ target: RequestTarget) -> String {
+        switch target {
+        case .origin(let path): return path
+        case .absolute(_, _, _, let path): return path
+        case .authority(let host, let port): return "\(host):\(port)"
+        case .asterisk: return "*"
+        }
+    }
+
+    static func authority(_ key: UpstreamKey) -> String {
+        let defaultPort: UInt16 = key.scheme == "https" ? 443 : 80
+        return key.port == defaultPort ? key.host : "\(key.host):\(key.port)"
+    }
+
+    /// The request head sent upstream.
+    static func request(_ req: RequestHead, key: UpstreamKey, framing: OutFraming, viaToken: String) -> [UInt8] {
+        var w = HeadWriter(capacity: 256 + req.headers.count * 48)
+        w.requestLine(method: req.method, target: upstreamTarget(req.target))
+        w.field(name: "Host", value: authority(key))
+        let tokens = req.headers.tokens(.connection) + req.headers.tokens(.proxyConnection)
+        var via: String?
+        for i in 0..<req.headers.count {
+            switch req.headers.known(at: i) {
+            case .host, .expect: continue
+            case .via:
+                let v = req.headers.value(at: i)
+                via = via.map { "\($0), \(v)" } ?? v
+                continue
+            default: break
+            }
+            if HopByHop.isHopByHop(req.headers, at: i, connectionTokens: tokens) { continue }
+            w.field(from: req.headers, at: i)
+        }
+        let ours = "\(req.version == .http10 ? "1.0" : "1.1") \(viaToken)"
+        w.field(name: "Via", value: via.map { "\($0), \(ours)" } ?? ours)
+        switch (framing, req.framing) {
+        case (.length, .length(let n)): w.field(name: "Content-Length", value: String(n))
+        case (.chunked, _): w.field(name: "Transfer-Encoding", value: "chunked")
+        case (.none, _) where methodExpectsBody(req.method): w.field(name: "Content-Length", value: "0")
+        default: break
+        }
+        w.end()
+        return w.bytes
+    }
+
+    static func methodExpectsBody(_ m: AirlockWire.Method) -> Bool {
+        switch m {
+        case .post, .put, .patch: return true
+        default: return false
+        }
+    }
+
+    /// How the response body goes to the client, given what upstream sent.
+    static func responseFraming(_ upstream: BodyFraming, clientVersion: HTTPVersion) -> OutFraming {
+        switch upstream {
+        case .none: return .none
+        case .length: return .length
+        case .chunked, .closeDelimited: return clientVersion == .http11 ? .chunked : .close
+        }
+    }
+
+    /// The response head sent to the client.
+    static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
+                         requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion) -> [UInt8] {
+        var w = HeadWriter(capacity: 256 + resp.headers.count * 48)
+        w.statusLine(status: resp.status, reason: resp.reason)
+        let tokens = resp.headers.tokens(.connection) + resp.headers.tokens(.proxyConnection)
+        for i in 0..<resp.headers.count {
+            let known = resp.headers.known(at: i)
+            // A HEAD response's Content-Length describes the GET body: keep it as sent.
+            if known == .contentLength, requestMethod == .head, resp.status >= 200, resp.status != 204 {
+                w.field(from: resp.headers, at: i)
+                continue
+            }
+            if HopByHop.isHopByHop(resp.headers, at: i, connectionTokens: tokens) { continue }
+            w.field(from: resp.headers, at: i)
+        }
+        switch (out, framing) {
+        case (.length, .length(let n)): w.field(name: "Content-Length", value: String(n))
+        case (.chunked, _): w.field(name: "Transfer-Encoding", value: "chunked")
+        default: break
+        }
+        if !keepAlive {
+            w.field(name: "Connection", value: "close")
+        } else if clientVersion == .http10 {
+            w.field(name: "Connection", value: "keep-alive")
+        }
+        w.end()
+        return w.bytes
+    }
+
+    /// A complete error response with a JSON body.
+    static func error(status: Int, body: [UInt8], keepAlive: Bool) -> [UInt8] {
+        var w = HeadWriter(capacity: 256)
+        w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
+        w.field(name: "Content-Type", value: "application/json")
+        w.field(name: "Content-Length", value: String(body.count))
+        w.field(name: "Cache-Control", value: "no-store")
+        if !keepAlive { w.field(name: "Connection", value: "close") }
+        w.end()
+        return w.bytes + body
+    }
+}

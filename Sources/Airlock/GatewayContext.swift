@@ -1,0 +1,23 @@
+import AirlockIO
+import Logging
+
+/// What every worker shares, read-only: the configuration and the gateway's identity.
+struct GatewayContext: Sendable {
+    let config: AirlockConfig
+    let logger: Logger
+    /// The `Via` pseudonym of this process; seeing it on an incoming request means a loop.
+    let viaToken: String
+    /// The bound listen address (its real port when the configuration said 0).
+    let listenAddress: SocketAddress
+    /// A random prefix that makes request ids unique across restarts.
+    let idPrefix: String
+
+    /// True when `address` is this gateway's own listener.
+    func isSelf(_ address: SocketAddress) -> Bool {
+        guard address.port == listenAddress.port else { return false }
+        if address == listenAddress { return true }
+        let h = listenAddress.host
+        let wildcard = h == "0.0.0.0" || h == "::"
+        return address.isLoopback && (listenAddress.isLoopback || wildcard)
+    }
+}

@@ -1,0 +1,93 @@
+import AirlockWire
+
+/// An error that reaches the client as a status and a JSON body, and the log as a
+/// `request.error` record. One struct over a private-ish code enum: the code's raw value is
+/// the stable reason (fit for a metric label), the message is for humans.
+struct GatewayError: Error, Sendable {
+    enum Code: String, Sendable {
+        case badRequest = "bad-request"                 // wire reason used instead when known
+        case noRoute = "no-route"
+        case loopDetected = "loop-detected"
+        case connectUnsupported = "connect-not-supported"
+        case bodyTooLarge = "body-too-large"
+        case headerTimeout = "header-timeout"
+        case upstreamUnresolvable = "upstream-unresolvable"
+        case upstreamRefused = "upstream-refused"
+        case upstreamTimeout = "upstream-timeout"
+        case upstreamMalformed = "upstream-malformed-response"
+        case upstreamClosed = "upstream-closed"
+        case tlsUnsupported = "tls-origination-unsupported"
+        case draining = "shutting-down"
+    }
+
+    enum Source: String, Sendable { case client, upstream, `internal` }
+
+    let code: Code
+    let status: Int
+    let reason: String
+    let message: String
+    let source: Source
+    /// After a framing error the connection cannot be trusted any further.
+    let mustClose: Bool
+
+    init(_ code: Code, status: Int, message: String, source: Source, mustClose: Bool = false) {
+        self.code = code
+        self.status = status
+        self.reason = code.rawValue
+        self.message = message
+        self.source = source
+        self.mustClose = mustClose
+    }
+
+    /// A wire error in a client request: its own status and reason code; always closes.
+    init(wire: WireError) {
+        code = .badRequest
+        status = wire.status
+        reason = wire.reason
+        message = wire.detail
+        source = .client
+        mustClose = true
+    }
+
+    /// A malformed upstream response: 502, reason names the wire rule.
+    init(upstreamWire wire: WireError) {
+        code = .upstreamMalformed
+        status = 502
+        reason = code.rawValue
+        message = "upstream sent a malformed response (\(wire.reason)): \(wire.detail)"
+        source = .upstream
+        mustClose = false
+    }
+
+    /// `{"error": "...", "message": "...", "request_id": "..."}`
+    func jsonBody(requestID: String) -> [UInt8] {
+        var s = "{\"error\":"
+        JSON.appendString(reason, to: &s)
+        s += ",\"message\":"
+        JSON.appendString(message, to: &s)
+        s += ",\"request_id\":"
+        JSON.appendString(requestID, to: &s)
+        s += "}\n"
+        return Array(s.utf8)
+    }
+}
+
+enum JSON {
+    static func appendString(_ value: String, to out: inout String) {
+        out.append("\"")
+        for u in value.unicodeScalars {
+            switch u {
+            case "\"": out.append("\\\"")
+            case "\\": out.append("\\\\")
+            case "\n": out.append("\\n")
+            case "\r": out.append("\\r")
+            case "\t": out.append("\\t")
+            case _ where u.value < 0x20 || u.value == 0x7F:
+                let hex = String(u.value, radix: 16)
+                out.append("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        out.append("\"")
+    }
+}

@@ -1,0 +1,97 @@
+import AirlockIO
+import AirlockSession
+
+/// Receives an upstream connection's events while it serves an exchange.
+protocol UpstreamOwner: AnyObject {
+    func upstreamConnected(_ u: UpstreamConnection)
+    func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent)
+    func upstreamReadable(_ u: UpstreamConnection)
+    func upstreamWritable(_ u: UpstreamConnection)
+}
+
+/// One connection to an upstream. While it serves an exchange its events go to the owner;
+/// while parked in the pool it keeps reading so a close or stray byte removes it at once.
+final class UpstreamConnection: StreamDelegate {
+    let stream: Stream
+    let key: UpstreamKey
+    let address: SocketAddress
+    unowned let worker: Worker
+    weak var owner: (any UpstreamOwner)?
+    private(set) var state: State = .connecting
+    private(set) var exchanges = 0
+
+    enum State {
+        case connecting   // → .active or .closed
+        case active       // serving an exchange → .idle or .closed
+        case idle         // parked in the pool → .active or .closed
+        case closed       // final
+    }
+
+    init(worker: Worker, key: UpstreamKey, address: SocketAddress, owner: any UpstreamOwner) throws {
+        self.worker = worker
+        self.key = key
+        self.address = address
+        self.owner = owner
+        stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout)
+        stream.delegate = self
+    }
+
+    var isReused: Bool { exchanges > 1 }
+
+    /// Bind to an exchange (fresh or from the pool).
+    func activate(owner: any UpstreamOwner, timeout: Duration) {
+        self.owner = owner
+        state = .active
+        exchanges += 1
+        stream.setTimeouts(read: timeout, write: timeout)
+        stream.setReading(true)
+    }
+
+    func becomeIdle(timeout: Duration) {
+        owner = nil
+        state = .idle
+        stream.setWriteLowWatermark(0)
+        stream.setTimeouts(read: timeout, write: nil)
+        stream.setReading(true)
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        state = .closed
+        owner = nil
+        stream.close()
+    }
+
+    // MARK: StreamDelegate
+
+    func streamReadable(_ s: Stream) {
+        switch state {
+        case .active: owner?.upstreamReadable(self)
+        case .idle: worker.idleUpstreamClosed(self)   // an idle upstream must not talk
+        case .connecting, .closed: break
+        }
+    }
+
+    func streamWritable(_ s: Stream) {
+        if state == .active { owner?.upstreamWritable(self) }
+    }
+
+    func stream(_ s: Stream, event: StreamEvent) {
+        switch state {
+        case .connecting:
+            if event == .connected {
+                owner?.upstreamConnected(self)
+            } else {
+                let o = owner
+                close()
+                o?.upstreamFailed(self, event: event)
+            }
+        case .active:
+            owner?.upstreamFailed(self, event: event)
+        case .idle:
+            worker.idleUpstreamClosed(self)
+        case .closed:
+            break
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+import Logging
+
+/// One event loop and everything bound to it: client connections, the upstream pool,
+/// the resolver. Connections never leave their worker.
+final class Worker {
+    let index: Int
+    let loop: EventLoop
+    let context: GatewayContext
+    let limits: LimitsConfig
+    let wireLimits: WireLimits
+    let resolver: Resolver
+    let pool: ConnectionPool<UpstreamConnection>
+    private var clients: [ObjectIdentifier: ClientConnection] = [:]
+    private(set) var draining = false
+    private var requestCounter: UInt64 = 0
+    private let onIdle: @Sendable (Int) -> Void
+    /// Called (on this worker's loop) whenever a connection closes.
+    private let onConnectionClosed: @Sendable () -> Void
+
+    init(index: Int, context: GatewayContext, onConnectionClosed: @escaping @Sendable () -> Void,
+         onIdle: @escaping @Sendable (Int) -> Void) {
+        self.index = index
+        self.context = context
+        self.limits = context.config.limits
+        self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
+                                     headerBytes: limits.headerBytes,
+                                     headerCount: limits.headerCount)
+        self.loop = EventLoop(name: "worker-\(index)")
+        self.resolver = Resolver(loop: loop)
+        self.pool = ConnectionPool(maxIdlePerKey: limits.maxIdlePerUpstream)
+        self.onConnectionClosed = onConnectionClosed
+        self.onIdle = onIdle
+    }
+
+    var logger: Logger { context.logger }
+    var connectionCount: Int { clients.count }
+
+    // MARK: connections
+
+    /// Takes ownership of an accepted socket (on this worker's loop).
+    func adopt(fd: Int32, peer: SocketAddress) {
+        let c = ClientConnection(worker: self, fd: fd, peer: peer)
+        clients[ObjectIdentifier(c)] = c
+        if draining { c.drain() }
+    }
+
+    func clientClosed(_ c: ClientConnection) {
+        if clients.removeValue(forKey: ObjectIdentifier(c)) != nil {
+            onConnectionClosed()
+        }
+        if draining && clients.isEmpty { onIdle(index) }
+    }
+
+    func nextRequestID() -> String {
+        requestCounter &+= 1
+        return "\(context.idPrefix)-\(index)-\(String(requestCounter, radix: 16))"
+    }
+
+    // MARK: upstream pool
+
+    func park(_ u: UpstreamConnection) {
+        guard !draining else { u.close(); return }
+        u.becomeIdle(timeout: limits.idleTimeout)
+        if let evicted = pool.checkin(u, key: u.key) { evicted.close() }
+    }
+
+    func idleUpstreamClosed(_ u: UpstreamConnection) {
+        pool.remove(u, key: u.key)
+        u.close()
+    }
+
+    // MARK: shutdown
+
+    /// Stop taking new requests: idle connections close now, busy ones after their exchange.
+    func beginDrain() {
+        draining = true
+        for u in pool.removeAll() { u.close() }
+        for c in Array(clients.values) { c.drain() }
+        if clients.isEmpty { onIdle(index) }
+    }
+
+    /// Drain timeout passed: close everything.
+    func forceClose() {
+        for c in Array(clients.values) { c.abort() }
+        for u in pool.removeAll() { u.close() }
+    }
+}
