@@ -63,12 +63,13 @@ enum Socket {
     }
 
     /// Connects a TCP socket to `host:port` (a dotted IPv4 address, or a name resolved with getaddrinfo).
-    static func connect(host: String, port: UInt16, timeout: Double) throws -> Int32 {
+    static func connect(host: String, port: UInt16, timeout: Double, receiveBuffer: Int? = nil) throws -> Int32 {
         var address = try resolveIPv4(host: host, port: port)
         let fd = try Descriptors.make("socket") {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             return fd >= 0 ? [fd] : nil
         }[0]
+        if let receiveBuffer { setReceiveBuffer(fd, bytes: receiveBuffer) }
         Descriptors.setNonBlocking(fd, true)
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
