@@ -1,0 +1,208 @@
+import Foundation
+import Glibc
+
+/// Starts the built `airlock` executable as a child process, like a user would:
+/// `airlock run --config <temp file> <extraArgs>`, stdout read as JSON log lines on a background thread.
+public final class AirlockProcess: @unchecked Sendable {
+    private let child: ChildProcess
+    private let log: ProcessLog
+    private let waker: Waker
+    private let directory: String
+    private let stopLock = NSLock()
+    private var stopped = false
+
+    /// The port from the `airlock.listening` log record.
+    public let port: UInt16
+    /// The config file the child was started with.
+    public let configPath: String
+
+    /// Writes `configYAML` to a temp file, starts `executable run --config FILE extraArgs...`, and waits (up to
+    /// `startTimeout` s) for a stdout JSON line whose "event" is "airlock.listening"; its integer "port" is
+    /// `port`. Throws if the child exits or the time runs out, with its stderr and stdout in the error.
+    public init(executable: String, configYAML: String, extraArgs: [String] = [], startTimeout: Double = 15) throws {
+        directory = try makeTemporaryDirectory(prefix: "airlock-process")
+        configPath = directory + "/airlock.yaml"
+        let child: ChildProcess
+        let waker: Waker
+        do {
+            try Data(configYAML.utf8).write(to: URL(fileURLWithPath: configPath))
+            waker = try Waker()
+            do {
+                child = try ChildProcess.spawn(executable: executable,
+                                               arguments: ["run", "--config", configPath] + extraArgs,
+                                               environment: ChildProcess.environmentWithoutProxies())
+            } catch {
+                waker.close()
+                throw error
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+        let log = ProcessLog()
+        self.child = child
+        self.log = log
+        self.waker = waker
+
+        let thread = Thread {
+            _ = ChildProcess.readPipes([child.stdoutFD, child.stderrFD], waker: waker, deadline: nil) { index, bytes in
+                if index == 0 { log.appendStdout(bytes) } else { log.appendStderr(bytes) }
+            }
+            close(child.stdoutFD)
+            close(child.stderrFD)
+            log.endReader()
+        }
+        thread.name = "AirlockProcess:\(child.pid)"
+        thread.start()
+
+        switch Self.awaitListening(child: child, log: log, timeout: startTimeout) {
+        case .success(let port):
+            self.port = port
+        case .failure(let failure):
+            self.port = 0
+            stop()
+            let stdout = log.allLines.suffix(50).joined(separator: "\n")
+            throw AirlockTestingError(failure.kind, """
+                \(failure.message)
+                command: \(executable) run --config \(configPath) \(extraArgs.joined(separator: " "))
+                --- stderr ---
+                \(String(log.stderrText.suffix(8_000)))
+                --- stdout (last 50 lines) ---
+                \(stdout)
+                """)
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    private static func awaitListening(child: ChildProcess, log: ProcessLog,
+                                       timeout: Double) -> Result<UInt16, AirlockTestingError> {
+        let deadline = Deadline(seconds: timeout)
+        var seen = 0
+        while true {
+            // Wake at least every 100 ms to notice an exit whose stdout is still held open elsewhere.
+            let slice = Date(timeIntervalSinceNow: min(0.1, Double(deadline.remainingMilliseconds) / 1000))
+            let (lines, ended) = log.lines(from: seen, waitingUntil: slice)
+            seen += lines.count
+            for line in lines {
+                guard let record = ProcessLog.parseRecord(line), record["event"] as? String == "airlock.listening" else {
+                    continue
+                }
+                guard let port = integer(record["port"]), (1...65_535).contains(port) else {
+                    return .failure(AirlockTestingError(.process, "airlock.listening without a valid integer port: \(line)"))
+                }
+                return .success(UInt16(port))
+            }
+            if let status = child.exitStatusIfExited() {
+                _ = log.waitForReaderEnd(timeout: 1)
+                if log.allLines.count > seen { continue }  // a last line may say it listened after all
+                return .failure(AirlockTestingError(.process, "airlock exited with status \(status) before logging airlock.listening"))
+            }
+            if ended, lines.isEmpty, deadline.hasPassed == false {
+                // stdout closed but the child lives on: it will never log; wait for exit or the deadline.
+                usleep(20_000)
+            }
+            if deadline.hasPassed {
+                return .failure(AirlockTestingError(.timeout, "no airlock.listening log line within \(timeout) s"))
+            }
+        }
+    }
+
+    private static func integer(_ value: Any?) -> Int? {
+        switch value {
+        case let number as NSNumber: return Double(number.intValue) == number.doubleValue ? number.intValue : nil
+        case let int as Int: return int
+        case let text as String: return Int(text)
+        default: return nil
+        }
+    }
+
+    public var pid: Int32 { child.pid }
+
+    /// Every stdout line so far, without line terminators.
+    public var logLines: [String] { log.allLines }
+
+    /// Everything the child wrote to stderr so far.
+    public var stderrText: String { log.stderrText }
+
+    /// The stdout lines that parse as JSON objects; other lines are skipped.
+    public func logRecords() -> [[String: Any]] {
+        log.allLines.compactMap(ProcessLog.parseRecord)
+    }
+
+    /// The first record (from the start of the log, not just new ones) matching `predicate`, waiting up to
+    /// `timeout` seconds for it to appear. Nil on timeout, or once stdout has closed without a match.
+    public func waitForLog(timeout: Double, where predicate: ([String: Any]) -> Bool) -> [String: Any]? {
+        let limit = Date(timeIntervalSinceNow: max(0, timeout))
+        var seen = 0
+        while true {
+            let (lines, ended) = log.lines(from: seen, waitingUntil: limit)
+            seen += lines.count
+            for line in lines {
+                if let record = ProcessLog.parseRecord(line), predicate(record) { return record }
+            }
+            if ended || Date() >= limit {
+                if log.allLines.count > seen { continue }
+                return nil
+            }
+        }
+    }
+
+    /// VmRSS from /proc/PID/status in KiB; 0 if it cannot be read (the process is gone).
+    public func residentMemoryKiB() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+        }
+        return 0
+    }
+
+    /// Sends `sig` to the child (nothing once it has been reaped).
+    public func signal(_ sig: Int32) {
+        child.signal(sig)
+    }
+
+    /// The exit status (exit code, or 128 + signal), or nil if it has not exited within `timeout` seconds.
+    public func waitForExit(timeout: Double) -> Int32? {
+        child.waitForExit(timeout: timeout)
+    }
+
+    /// SIGTERM, wait up to 10 s, then SIGKILL; then ends the reader thread and removes the temp config.
+    /// Idempotent; also on deinit.
+    public func stop() {
+        let first: Bool = stopLock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        child.terminate(grace: 10)
+        // The child is gone; its pipes reach end of file unless a grandchild holds them.
+        if !log.waitForReaderEnd(timeout: 2) {
+            waker.wake()
+        }
+        if log.waitForReaderEnd(timeout: 5) { waker.close() }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The built binary: `$AIRLOCK_EXECUTABLE` if set, else `airlock` beside the running test bundle, else
+    /// `<package root>/.build/debug/airlock` (package root derived from this source file's #filePath).
+    /// Returns the last candidate even if it does not exist, so the failure names the path.
+    public static func builtExecutable() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["AIRLOCK_EXECUTABLE"], !path.isEmpty { return path }
+        // On Linux the test bundle is an executable (`<build dir>/AirlockPackageTests.xctest`) beside `airlock`.
+        let bundles = CommandLine.arguments.filter { $0.hasSuffix(".xctest") }
+            + [(try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""]
+        var candidates = bundles.filter { !$0.isEmpty }.map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().path + "/airlock"
+        }
+        let root = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent()  // AirlockTesting
+            .deletingLastPathComponent()  // Sources
+            .deletingLastPathComponent()  // package root
+        candidates.append(root.path + "/.build/debug/airlock")
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[candidates.count - 1]
+    }
+}

@@ -1,0 +1,59 @@
+/// A real HTTP/1.1 origin on 127.0.0.1:<ephemeral>, one thread per connection.
+/// The public face of `OriginServer`; its threads hold the server, never this object, so dropping the last
+/// reference to a `TestOrigin` stops it.
+public final class TestOrigin: Sendable {
+    public enum Behavior: Sendable {
+        /// Keep-alive server: parses requests (Content-Length or chunked bodies) and answers each in order.
+        /// HEAD, 1xx, 204 and 304 answers carry no body. `Expect: 100-continue` is answered with 100 first.
+        case respond(@Sendable (TestRequest) -> TestResponse)
+        /// Parses one request, then writes exactly these bytes and closes (for malformed responses).
+        case raw(@Sendable (TestRequest) -> [UInt8])
+        /// Accepts and reads (recording whole requests), never answers, until the peer closes or `stop()`.
+        case silent
+        /// Accepts, then closes at once.
+        case closeImmediately
+    }
+
+    private let server: OriginServer
+
+    /// Binds 127.0.0.1:0, listens and starts the accept thread.
+    public init(_ behavior: Behavior) throws {
+        server = try OriginServer(behavior: behavior)
+        server.start()
+    }
+
+    deinit {
+        server.stop()
+    }
+
+    public var port: UInt16 { server.port }
+
+    /// `http://127.0.0.1:<port><path>`.
+    public func url(_ path: String = "/") -> String {
+        "http://127.0.0.1:\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+    }
+
+    /// Connections accepted so far.
+    public var acceptedConnections: Int { server.acceptedConnections }
+
+    /// Every request received so far, in arrival order.
+    public var requests: [TestRequest] { server.requests }
+
+    /// Why a connection was dropped without a request being recorded (unparseable head, bad framing, ...).
+    public var protocolErrors: [String] { server.protocolErrors }
+
+    /// Waits until at least `n` requests have arrived. False if `timeout` seconds pass first.
+    public func waitForRequests(_ n: Int, timeout: Double) -> Bool {
+        server.waitForRequests(n, timeout: timeout)
+    }
+
+    /// Waits until at least `n` connections have been accepted. False if `timeout` seconds pass first.
+    public func waitForConnections(_ n: Int, timeout: Double) -> Bool {
+        server.waitForConnections(n, timeout: timeout)
+    }
+
+    /// Closes the listener and every connection and waits (up to 10 s) for all threads to end. Idempotent.
+    public func stop() {
+        server.stop()
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+import Glibc
+
+/// A self-pipe that interrupts every `poll` in this library that was handed it.
+/// Once woken it stays readable, so every later wait returns at once.
+/// Close it only after every thread that polls it has finished.
+final class Waker: @unchecked Sendable {
+    let readFD: Int32
+    private let writeFD: Int32
+    private let lock = NSLock()
+    private var woken = false
+    private var closed = false
+
+    init() throws {
+        let fds = try Descriptors.make("pipe") {
+            var fds: [Int32] = [-1, -1]
+            return pipe(&fds) == 0 ? fds : nil
+        }
+        readFD = fds[0]
+        writeFD = fds[1]
+        Descriptors.setNonBlocking(writeFD, true)
+    }
+
+    var isWoken: Bool { lock.withLock { woken } }
+
+    func wake() {
+        lock.withLock {
+            guard !woken, !closed else { return }
+            woken = true
+            var byte: UInt8 = 1
+            while Glibc.write(writeFD, &byte, 1) < 0, errno == EINTR {}
+        }
+    }
+
+    func close() {
+        lock.withLock {
+            guard !closed else { return }
+            closed = true
+            _ = Glibc.close(readFD)
+            _ = Glibc.close(writeFD)
+        }
+    }
+}

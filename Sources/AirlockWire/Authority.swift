@@ -1,0 +1,119 @@
+/// `host [":" port]` as it appears in a Host field, an absolute-form target or a CONNECT target.
+///
+/// Stricter than RFC 3986 on purpose, since every byte here may end up in a DNS query or a log:
+/// a reg-name may hold only ALPHA, DIGIT and `-._~` (no percent-encoding, no sub-delims); an
+/// IP-literal must be a valid IPv6 address without a zone; a port is 1–5 digits in 1...65535.
+struct Authority: Sendable, Equatable {
+    /// Lower-cased; IPv6 kept in brackets: "[::1]".
+    var host: String
+    var port: UInt16?
+
+    static let maxHostBytes = 255
+
+    /// Parses `bytes`; throws `code` with a detail naming the problem. `userinfo` (`@`) is refused.
+    static func parse(
+        _ bytes: UnsafeRawBufferPointer, requirePort: Bool, code: WireError.Code
+    ) throws(WireError) -> Authority {
+        let n = bytes.count
+        var hostEnd: Int
+        if n > 0 && bytes[0] == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")),
+                  isIPv6(UnsafeRawBufferPointer(rebasing: bytes[1..<close]))
+            else { throw WireError.quoting(code, "bad IP literal: ", bytes) }
+            hostEnd = close + 1
+            guard hostEnd == n || bytes[hostEnd] == ByteClass.colon else {
+                throw WireError.quoting(code, "junk after IP literal: ", bytes)
+            }
+        } else {
+            hostEnd = 0
+            while hostEnd < n && bytes[hostEnd] != ByteClass.colon {
+                let b = bytes[hostEnd]
+                if b == UInt8(ascii: "@") { throw WireError.quoting(code, "userinfo not allowed: ", bytes) }
+                guard ByteClass.isUnreserved(b) else { throw WireError.quoting(code, "bad host byte: ", bytes) }
+                hostEnd += 1
+            }
+        }
+        guard hostEnd > 0 else { throw WireError.quoting(code, "empty host: ", bytes) }
+        guard hostEnd <= maxHostBytes else { throw WireError(code, "host longer than \(maxHostBytes) bytes") }
+
+        var port: UInt16?
+        if hostEnd < n {
+            port = try parsePort(UnsafeRawBufferPointer(rebasing: bytes[(hostEnd + 1)...]), whole: bytes, code: code)
+        } else if requirePort {
+            throw WireError.quoting(code, "port required: ", bytes)
+        }
+        let host = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd]).lazy.map(ByteClass.lower), as: UTF8.self)
+        return Authority(host: host, port: port)
+    }
+
+    /// 1–5 digits, 1...65535.
+    private static func parsePort(
+        _ digits: UnsafeRawBufferPointer, whole: UnsafeRawBufferPointer, code: WireError.Code
+    ) throws(WireError) -> UInt16 {
+        guard (1...5).contains(digits.count) else { throw WireError.quoting(code, "bad port: ", whole) }
+        var value = 0
+        for b in digits {
+            guard ByteClass.isDigit(b) else { throw WireError.quoting(code, "bad port: ", whole) }
+            value = value * 10 + Int(b &- 0x30)
+        }
+        guard (1...65535).contains(value) else { throw WireError.quoting(code, "port out of range: ", whole) }
+        return UInt16(value)
+    }
+
+    /// RFC 4291 text form: up to eight 1–4 hex digit groups, one `::`, optional dotted-quad tail.
+    static func isIPv6(_ b: UnsafeRawBufferPointer) -> Bool {
+        let n = b.count
+        guard n >= 2 else { return false }
+        var i = 0
+        var groups = 0
+        var compressed = false
+        if b[0] == ByteClass.colon {
+            guard b[1] == ByteClass.colon else { return false }
+            compressed = true
+            i = 2
+        }
+        while i < n {
+            let start = i
+            while i < n && ByteClass.isHexDigit(b[i]) && i - start < 5 { i += 1 }
+            if i < n && b[i] == UInt8(ascii: ".") {
+                guard isIPv4(UnsafeRawBufferPointer(rebasing: b[start...])) else { return false }
+                groups += 2
+                break
+            }
+            guard (1...4).contains(i - start) else { return false }
+            groups += 1
+            if i == n { break }
+            guard b[i] == ByteClass.colon else { return false }
+            i += 1
+            if i < n && b[i] == ByteClass.colon {
+                guard !compressed else { return false }
+                compressed = true
+                i += 1
+            } else if i == n {
+                return false
+            }
+        }
+        return compressed ? groups <= 7 : groups == 8
+    }
+
+    /// Four dec-octets 0–255 without leading zeros.
+    static func isIPv4(_ b: UnsafeRawBufferPointer) -> Bool {
+        var parts = 0
+        var i = 0
+        while i <= b.count {
+            let start = i
+            var value = 0
+            while i < b.count && ByteClass.isDigit(b[i]) && i - start < 4 {
+                value = value * 10 + Int(b[i] &- 0x30)
+                i += 1
+            }
+            let len = i - start
+            guard (1...3).contains(len), value <= 255, len == 1 || b[start] != UInt8(ascii: "0") else { return false }
+            parts += 1
+            if i == b.count { break }
+            guard b[i] == UInt8(ascii: "."), parts < 4 else { return false }
+            i += 1
+        }
+        return parts == 4
+    }
+}

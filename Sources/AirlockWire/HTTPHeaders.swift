@@ -1,0 +1,187 @@
+/// Header fields stored compactly: one byte buffer holding every name and value, and one small
+/// entry of offsets per field. Order and duplicates are kept exactly as received.
+///
+/// Names keep the case they arrived in; values are stored with surrounding SP/HTAB trimmed.
+/// Fields added with `append` are not validated here: the parsers validate what comes off the
+/// wire, and `HeadWriter` defends what goes onto it.
+public struct HTTPHeaders: Sendable, Equatable {
+    struct Entry: Sendable {
+        var nameStart: UInt32
+        var nameCount: UInt32
+        var valueStart: UInt32
+        var valueCount: UInt32
+        var known: KnownField
+    }
+
+    private(set) var storage: [UInt8] = []
+    private(set) var entries: [Entry] = []
+
+    public init() {}
+
+    public var count: Int { entries.count }
+
+    public var isEmpty: Bool { entries.isEmpty }
+
+    /// The name as received (case kept).
+    public func name(at i: Int) -> String {
+        withNameBytes(at: i) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The value with leading and trailing SP/HTAB trimmed. obs-text bytes that are not UTF-8
+    /// become U+FFFD; use `withValueBytes` for the exact bytes.
+    public func value(at i: Int) -> String {
+        withValueBytes(at: i) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    public func known(at i: Int) -> KnownField { entries[i].known }
+
+    public func withNameBytes<R>(at i: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let e = entries[i]
+        return try storage.withUnsafeBytes { all in
+            try body(UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]))
+        }
+    }
+
+    public func withValueBytes<R>(at i: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let e = entries[i]
+        return try storage.withUnsafeBytes { all in
+            try body(UnsafeRawBufferPointer(rebasing: all[Int(e.valueStart)..<Int(e.valueStart + e.valueCount)]))
+        }
+    }
+
+    /// The first value of a known field, if any.
+    public func first(_ field: KnownField) -> String? {
+        guard let i = entries.firstIndex(where: { $0.known == field }) else { return nil }
+        return value(at: i)
+    }
+
+    /// The first value of the field with this name, compared ignoring ASCII case.
+    public func first(name: String) -> String? {
+        guard let i = firstIndex(name: name) else { return nil }
+        return value(at: i)
+    }
+
+    /// Index of the first field with this name, compared ignoring ASCII case.
+    public func firstIndex(name: String) -> Int? {
+        var name = name
+        return name.withUTF8 { wanted in
+            let wanted = UnsafeRawBufferPointer(wanted)
+            return entries.indices.first { i in
+                withNameBytes(at: i) { ByteClass.equalsIgnoringCase($0, wanted) }
+            }
+        }
+    }
+
+    public func contains(_ field: KnownField) -> Bool { entries.contains { $0.known == field } }
+
+    /// Every value of a known field, in order.
+    public func values(_ field: KnownField) -> [String] {
+        entries.indices.filter { entries[$0].known == field }.map { value(at: $0) }
+    }
+
+    /// Comma-separated tokens of all fields of this kind, lowercased, OWS trimmed, empty elements
+    /// dropped: `Connection: close, X-Foo` gives `["close", "x-foo"]`.
+    public func tokens(_ field: KnownField) -> [String] {
+        var out: [String] = []
+        for i in entries.indices where entries[i].known == field {
+            withValueBytes(at: i) { value in
+                _ = ByteClass.forEachListElement(value) { element in
+                    if !element.isEmpty {
+                        out.append(String(decoding: element.lazy.map(ByteClass.lower), as: UTF8.self))
+                    }
+                    return true
+                }
+            }
+        }
+        return out
+    }
+
+    /// True if any field of this kind lists `token` (lower-case ASCII), ignoring case. No allocation.
+    func containsToken(_ field: KnownField, _ token: StaticString) -> Bool {
+        for i in entries.indices where entries[i].known == field {
+            let found = withValueBytes(at: i) { value in
+                !ByteClass.forEachListElement(value) { !ByteClass.equalsLowercased($0, token) }
+            }
+            if found { return true }
+        }
+        return false
+    }
+
+    /// Appends a field, classifying its name as a `KnownField`. The value is stored OWS-trimmed.
+    public mutating func append(name: String, value: String) {
+        var name = name
+        var value = value
+        name.withUTF8 { n in
+            value.withUTF8 { v in
+                let v = UnsafeRawBufferPointer(v)
+                let r = ByteClass.trimmed(v, 0, v.count)
+                let n = UnsafeRawBufferPointer(n)
+                append(nameBytes: n, valueBytes: UnsafeRawBufferPointer(rebasing: v[r]), known: KnownField.classify(n))
+            }
+        }
+    }
+
+    /// Appends raw bytes; the caller has validated and trimmed them.
+    mutating func append(nameBytes: UnsafeRawBufferPointer, valueBytes: UnsafeRawBufferPointer, known: KnownField) {
+        precondition(storage.count + nameBytes.count + valueBytes.count < Int(UInt32.max), "HTTPHeaders storage overflow")
+        let nameStart = UInt32(storage.count)
+        storage.append(contentsOf: nameBytes)
+        let valueStart = UInt32(storage.count)
+        storage.append(contentsOf: valueBytes)
+        entries.append(Entry(
+            nameStart: nameStart, nameCount: UInt32(nameBytes.count),
+            valueStart: valueStart, valueCount: UInt32(valueBytes.count),
+            known: known
+        ))
+    }
+
+    /// Reserves room for about `bytes` bytes of names and values and `fields` fields.
+    mutating func reserve(bytes: Int, fields: Int) {
+        storage.reserveCapacity(bytes)
+        entries.reserveCapacity(fields)
+    }
+
+    /// Removes every field of this kind. Use `removeAll(name:)` for `.other` fields.
+    public mutating func removeAll(_ field: KnownField) {
+        removeAll { $0.known == field }
+    }
+
+    /// Removes every field with this name, compared ignoring ASCII case.
+    public mutating func removeAll(name: String) {
+        var name = name
+        let drop: [Bool] = name.withUTF8 { wanted in
+            let wanted = UnsafeRawBufferPointer(wanted)
+            return entries.indices.map { i in withNameBytes(at: i) { ByteClass.equalsIgnoringCase($0, wanted) } }
+        }
+        var i = 0
+        removeAll { _ in defer { i += 1 }; return drop[i] }
+    }
+
+    /// Removes matching entries and compacts the storage so it never holds dead bytes.
+    private mutating func removeAll(where shouldRemove: (Entry) -> Bool) {
+        guard entries.contains(where: shouldRemove) else { return }
+        var kept = HTTPHeaders()
+        kept.reserve(bytes: storage.count, fields: entries.count)
+        storage.withUnsafeBytes { all in
+            for e in entries where !shouldRemove(e) {
+                kept.append(
+                    nameBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]),
+                    valueBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.valueStart)..<Int(e.valueStart + e.valueCount)]),
+                    known: e.known
+                )
+            }
+        }
+        self = kept
+    }
+
+    /// Equal when both hold the same fields (names byte-for-byte, values byte-for-byte) in the same order.
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        guard lhs.entries.count == rhs.entries.count else { return false }
+        for i in lhs.entries.indices {
+            let same = lhs.withNameBytes(at: i) { a in rhs.withNameBytes(at: i) { b in a.elementsEqual(b) } }
+                && lhs.withValueBytes(at: i) { a in rhs.withValueBytes(at: i) { b in a.elementsEqual(b) } }
+            if !same { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,92 @@
+/// Incremental end-of-head finder. Feed it the whole buffered bytes from the start of the message
+/// each time more arrive; it resumes from where it stopped, so the total work is O(bytes).
+///
+/// It enforces only what can be decided early, so a hostile peer cannot make the caller buffer
+/// more than the limits: the request-line limit (414), the head-size limit (431) and bare LF.
+/// Everything else is `RequestParser`'s / `ResponseParser`'s job once the head is complete.
+public struct HeadScanner: Sendable {
+    private enum State: Sendable, Equatable {
+        case startLine      // → fields once the first non-empty line ends, or → done
+        case fields         // → done at the empty line
+        case done(Int)      // final: the head length
+    }
+
+    private let kind: HeadKind
+    private let limits: WireLimits
+    private var state: State = .startLine
+    /// Next index to examine.
+    private var scanned = 0
+    /// Index where the current line began.
+    private var lineStart = 0
+
+    public init(kind: HeadKind, limits: WireLimits) {
+        self.kind = kind
+        self.limits = limits
+    }
+
+    /// Returns the head length including the final CRLF CRLF (and the one allowed leading CRLF for
+    /// requests), or nil if more bytes are needed. Throws as soon as it can tell: no LF within
+    /// `requestLineBytes` of the request line → 414; head longer than `headerBytes` → 431; a bare
+    /// LF (LF not preceded by CR) → 400 `bareLF`. Once it has returned a length it keeps
+    /// returning it until `reset()`.
+    public mutating func scan(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Int? {
+        if case .done(let length) = state { return length }
+        if bytes.count < scanned {
+            // The caller handed us a different (shorter) buffer: start over rather than misread.
+            reset()
+        }
+        let n = bytes.count
+        let maxHead = limits.headerBytes
+        let maxLine = limits.requestLineBytes
+        let checksLine = kind == .request
+        var i = scanned
+        var inStartLine = state == .startLine
+        defer { scanned = i }
+        while i < n {
+            guard i < maxHead else {
+                throw WireError(.headersTooLarge, "head longer than \(maxHead) bytes")
+            }
+            let b = bytes[i]
+            if b == ByteClass.lf {
+                guard i > 0 && bytes[i - 1] == ByteClass.cr else {
+                    throw WireError(.bareLF, "LF without CR at byte \(i)")
+                }
+                if i - 1 == lineStart {
+                    // An empty line. Before the start line, one leading CRLF is skipped for
+                    // requests; any other empty line ends the head (the parser rejects an empty
+                    // start line).
+                    if inStartLine && checksLine && lineStart == 0 {
+                        i += 1
+                        lineStart = i
+                        continue
+                    }
+                    i += 1
+                    state = .done(i)
+                    return i
+                }
+                if inStartLine {
+                    inStartLine = false
+                    state = .fields
+                }
+                lineStart = i + 1
+            } else if checksLine && inStartLine && i - lineStart > maxLine {
+                throw WireError(.requestLineTooLong, "request line longer than \(maxLine) bytes")
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Forgets everything, ready for the next message.
+    public mutating func reset() {
+        state = .startLine
+        scanned = 0
+        lineStart = 0
+    }
+
+    /// True once `scan` has found the end of the head.
+    public var isComplete: Bool {
+        if case .done = state { return true }
+        return false
+    }
+}
