@@ -36,12 +36,27 @@ extension AirlockConfig {
         return try load(yaml: text)
     }
 
-    /// Yams errors quote the whole document; keep the first line (problem and position).
+    /// Yams errors quote the document; keep the problem, its position and the context.
     private static func yamlErrorSummary(_ error: any Error) -> String {
-        if case YamlError.duplicatedKeysInMapping(let duplicates, let context) = error {
-            return "duplicate key \(duplicates.map { "\"\($0)\"" }.joined(separator: ", ")) at line \(context.mark.line)"
+        guard let error = error as? YamlError else { return String(describing: error) }
+        func describe(_ context: YamlError.Context?, _ problem: String, _ mark: Mark) -> String {
+            var text = "line \(mark.line), column \(mark.column): \(problem)"
+            if let context { text += " (\(context.text) at line \(context.mark.line), column \(context.mark.column))" }
+            if context?.text.contains("alias") == true {
+                text += "; a value starting with \"*\" must be quoted, e.g. host: \"*\""
+            }
+            return text
         }
-        let text = String(describing: error)
-        return text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? text
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
+             let .composer(context, problem, mark, _):
+            return describe(context, problem, mark)
+        case let .duplicatedKeysInMapping(duplicates, context):
+            let keys = duplicates.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+            return "duplicate key \(keys) in the mapping at line \(context.mark.line)"
+        default:
+            let text = String(describing: error)
+            return text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? text
+        }
     }
 }

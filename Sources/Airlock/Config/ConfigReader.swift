@@ -28,7 +28,10 @@ struct ConfigReader {
             fail("routes", "at least one route is required (the document is empty)")
             return config
         }
-        guard let fields = mapping(root, at: "", allowed: Self.topLevelKeys) else { return config }
+        guard let fields = mapping(root, at: "", allowed: Self.topLevelKeys) else {
+            failedPaths.insert("routes")
+            return config
+        }
 
         if let node = fields["listen"], let text = scalar(node, at: "listen") {
             switch ListenAddress.parse(text) {

@@ -20,14 +20,15 @@ enum ConfigSyntax {
         return .milliseconds(ms)
     }
 
-    /// Renders a duration in the largest unit that represents it exactly.
+    /// Renders a duration exactly: whole hours as `h`, whole minutes from 5m
+    /// as `m`, then seconds, then milliseconds (`60s` stays `60s`).
     /// Sub-millisecond remainders round up to the next millisecond.
     static func formatDuration(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
         var ms = seconds * 1_000 + attoseconds / 1_000_000_000_000_000
         if attoseconds % 1_000_000_000_000_000 > 0 { ms += 1 }
         if ms > 0, ms % 3_600_000 == 0 { return "\(ms / 3_600_000)h" }
-        if ms > 0, ms % 60_000 == 0 { return "\(ms / 60_000)m" }
+        if ms >= 300_000, ms % 60_000 == 0 { return "\(ms / 60_000)m" }
         if ms % 1_000 == 0 { return "\(ms / 1_000)s" }
         return "\(ms)ms"
     }
