@@ -1,0 +1,62 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Yams
+
+extension AirlockConfig {
+    /// Parses and validates a YAML document. Throws `ConfigError` listing every problem.
+    public static func load(yaml: String) throws -> AirlockConfig {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "invalid YAML: \(Self.yamlErrorSummary(error))")])
+        }
+        var reader = ConfigReader()
+        let config = reader.readConfig(root)
+        var issues = reader.issues
+        issues += config.validationIssues(skipping: reader.failedPaths)
+        guard issues.isEmpty else { throw ConfigError(issues: issues) }
+        return config
+    }
+
+    /// Reads and loads a YAML file. An unreadable file is a `ConfigError` too.
+    public static func load(file path: String) throws -> AirlockConfig {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "cannot read \(path): \(error.localizedDescription)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "\(path) is not UTF-8 text")])
+        }
+        return try load(yaml: text)
+    }
+
+    /// Yams errors quote the document; keep the problem, its position and the context.
+    private static func yamlErrorSummary(_ error: any Error) -> String {
+        guard let error = error as? YamlError else { return String(describing: error) }
+        func describe(_ context: YamlError.Context?, _ problem: String, _ mark: Mark) -> String {
+            var text = "line \(mark.line), column \(mark.column): \(problem)"
+            if let context { text += " (\(context.text) at line \(context.mark.line), column \(context.mark.column))" }
+            if context?.text.contains("alias") == true {
+                text += "; a value starting with \"*\" must be quoted, e.g. host: \"*\""
+            }
+            return text
+        }
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
+             let .composer(context, problem, mark, _):
+            return describe(context, problem, mark)
+        case let .duplicatedKeysInMapping(duplicates, context):
+            let keys = duplicates.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+            return "duplicate key \(keys) in the mapping at line \(context.mark.line)"
+        default:
+            let text = String(describing: error)
+            return text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? text
+        }
+    }
+}

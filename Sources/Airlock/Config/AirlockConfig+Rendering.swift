@@ -1,0 +1,63 @@
+extension AirlockConfig {
+    /// The effective configuration as YAML that `load(yaml:)` reads back to
+    /// an equal value. `workers` is the resolved number, not `auto`.
+    public func renderYAML() -> String {
+        var lines: [String] = [
+            "listen: \(Self.yamlScalar(listen.description))",
+            "workers: \(workers)",
+            "allow_open_proxy: \(allowOpenProxy)",
+            "limits:",
+            "  request_line_bytes: \(limits.requestLineBytes)",
+            "  header_bytes: \(limits.headerBytes)",
+            "  header_count: \(limits.headerCount)",
+            "  body_bytes: \(limits.bodyBytes)",
+            "  header_timeout: \(ConfigSyntax.formatDuration(limits.headerTimeout))",
+            "  idle_timeout: \(ConfigSyntax.formatDuration(limits.idleTimeout))",
+            "  connect_timeout: \(ConfigSyntax.formatDuration(limits.connectTimeout))",
+            "  upstream_timeout: \(ConfigSyntax.formatDuration(limits.upstreamTimeout))",
+            "  drain_timeout: \(ConfigSyntax.formatDuration(limits.drainTimeout))",
+            "  max_idle_per_upstream: \(limits.maxIdlePerUpstream)",
+            "  max_connections: \(limits.maxConnections)",
+            "routes:",
+        ]
+        for route in routes {
+            lines.append("  - name: \(Self.yamlScalar(route.name))")
+            lines.append("    match:")
+            lines.append("      host: \(Self.yamlScalar(route.host.description))")
+            if let prefix = route.pathPrefix {
+                lines.append("      path_prefix: \(Self.yamlScalar(prefix))")
+            }
+            lines.append("    upstream: \(Self.yamlScalar(route.upstream.description))")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Plain when unambiguous, otherwise double-quoted with escapes.
+    static func yamlScalar(_ text: String) -> String {
+        let plainSafe = !text.isEmpty
+            && text.utf8.first.map { isAlphanumeric($0) || $0 == UInt8(ascii: "/") } == true
+            && text.utf8.allSatisfy { isAlphanumeric($0) || "._-/:".utf8.contains($0) }
+            && !text.contains(": ")
+            && !["null", "true", "false", "yes", "no", "on", "off", "~"].contains(text.lowercased())
+        if plainSafe { return text }
+        var quoted = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": quoted += "\\\""
+            case "\\": quoted += "\\\\"
+            case "\n": quoted += "\\n"
+            case "\t": quoted += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                quoted += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16, uppercase: true)
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+}

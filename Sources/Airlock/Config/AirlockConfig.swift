@@ -1,0 +1,53 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The whole configuration of one Airlock process, typed and validated.
+///
+/// Built by `load(yaml:)` / `load(file:)` or in code; code that changes a
+/// loaded config (the CLI's `--listen`) calls `validate()` again.
+public struct AirlockConfig: Sendable, Equatable {
+    public var listen: ListenAddress
+    /// Event loops; `auto` in the file is resolved to the active core count at load.
+    public var workers: Int
+    /// Permits `upstream: origin` for host `*` on a non-loopback listener.
+    public var allowOpenProxy: Bool
+    public var limits: LimitsConfig
+    /// Tried in order; the first match wins.
+    public var routes: [RouteConfig]
+
+    public init(
+        listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
+        workers: Int = AirlockConfig.autoWorkers,
+        allowOpenProxy: Bool = false,
+        limits: LimitsConfig = LimitsConfig(),
+        routes: [RouteConfig]
+    ) {
+        self.listen = listen
+        self.workers = workers
+        self.allowOpenProxy = allowOpenProxy
+        self.limits = limits
+        self.routes = routes
+    }
+
+    /// `listen: 127.0.0.1:8080`, `workers: auto`, one route `default` for
+    /// host `*` to `origin`: a loopback-only forward proxy.
+    public static var embeddedDefault: AirlockConfig {
+        AirlockConfig(routes: [RouteConfig(name: "default", host: .any, upstream: .origin)])
+    }
+
+    /// What `workers: auto` means on this machine: active cores, clamped to 1...256.
+    public static var autoWorkers: Int {
+        min(max(ProcessInfo.processInfo.activeProcessorCount, 1), maxWorkers)
+    }
+
+    static let maxWorkers = 256
+
+    /// The first route, in order, whose host pattern matches `host` (lowercase,
+    /// no port) and whose path prefix, if any, prefixes `path`.
+    public func route(host: String, path: String) -> RouteConfig? {
+        routes.first { $0.matches(host: host, path: path) }
+    }
+}

@@ -1,0 +1,263 @@
+import Yams
+
+/// Walks a composed YAML tree into an `AirlockConfig`, recording every
+/// syntax and type problem at its key path instead of stopping at the first.
+///
+/// Fields that fail keep their default, and their key paths go into
+/// `failedPaths` so cross-field validation does not pile spurious issues on
+/// top of the real one.
+struct ConfigReader {
+    private(set) var issues: [ConfigError.Issue] = []
+    private(set) var failedPaths: Set<String> = []
+
+    static let topLevelKeys = ["listen", "workers", "allow_open_proxy", "limits", "routes"]
+    static let limitKeys = [
+        "request_line_bytes", "header_bytes", "header_count", "body_bytes",
+        "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
+        "max_idle_per_upstream", "max_connections",
+    ]
+    static let routeKeys = ["name", "match", "upstream"]
+    static let matchKeys = ["host", "path_prefix"]
+    /// Route keys later releases will give a meaning; refused until then.
+    static let reservedRouteKeys: Set<String> = ["security", "response"]
+
+    mutating func readConfig(_ root: Node?) -> AirlockConfig {
+        var config = AirlockConfig.embeddedDefault
+        config.routes = []
+        guard let root, root.null == nil else {
+            fail("routes", "at least one route is required (the document is empty)")
+            return config
+        }
+        guard let fields = mapping(root, at: "", allowed: Self.topLevelKeys) else {
+            failedPaths.insert("routes")
+            return config
+        }
+
+        if let node = fields["listen"], let text = scalar(node, at: "listen") {
+            switch ListenAddress.parse(text) {
+            case .success(let address): config.listen = address
+            case .failure(let error): fail("listen", error.message)
+            }
+        }
+        if let node = fields["workers"], let text = scalar(node, at: "workers") {
+            if text == "auto" {
+                config.workers = AirlockConfig.autoWorkers
+            } else if let count = ConfigSyntax.parseCount(text) {
+                config.workers = count
+            } else {
+                fail("workers", "expected \"auto\" or an integer 1...\(AirlockConfig.maxWorkers), got \"\(text)\"")
+            }
+        }
+        if let node = fields["allow_open_proxy"], let text = scalar(node, at: "allow_open_proxy") {
+            switch text.lowercased() {
+            case "true": config.allowOpenProxy = true
+            case "false": config.allowOpenProxy = false
+            default: fail("allow_open_proxy", "expected true or false, got \"\(text)\"")
+            }
+        }
+        if let node = fields["limits"] {
+            config.limits = readLimits(node)
+        }
+        if let node = fields["routes"] {
+            config.routes = readRoutes(node)
+        } else {
+            fail("routes", "at least one route is required")
+        }
+        return config
+    }
+
+    private mutating func readLimits(_ node: Node) -> LimitsConfig {
+        var limits = LimitsConfig()
+        guard let fields = mapping(node, at: "limits", allowed: Self.limitKeys) else { return limits }
+        readSize(fields, "request_line_bytes") { limits.requestLineBytes = Int($0) }
+        readSize(fields, "header_bytes") { limits.headerBytes = Int($0) }
+        readCount(fields, "header_count") { limits.headerCount = $0 }
+        readSize(fields, "body_bytes") { limits.bodyBytes = $0 }
+        readDuration(fields, "header_timeout") { limits.headerTimeout = $0 }
+        readDuration(fields, "idle_timeout") { limits.idleTimeout = $0 }
+        readDuration(fields, "connect_timeout") { limits.connectTimeout = $0 }
+        readDuration(fields, "upstream_timeout") { limits.upstreamTimeout = $0 }
+        readDuration(fields, "drain_timeout") { limits.drainTimeout = $0 }
+        readCount(fields, "max_idle_per_upstream") { limits.maxIdlePerUpstream = $0 }
+        readCount(fields, "max_connections") { limits.maxConnections = $0 }
+        return limits
+    }
+
+    private mutating func readRoutes(_ node: Node) -> [RouteConfig] {
+        guard node.null == nil else {
+            fail("routes", "at least one route is required")
+            return []
+        }
+        guard case .sequence(let items) = node else {
+            fail("routes", "expected a list of routes")
+            return []
+        }
+        return items.enumerated().map { readRoute($1, at: "routes[\($0)]") }
+    }
+
+    /// Always returns a route, so indices stay aligned with the file; parts
+    /// that failed are placeholders listed in `failedPaths`.
+    private mutating func readRoute(_ node: Node, at path: String) -> RouteConfig {
+        var route = RouteConfig(name: "", host: .exact(""), upstream: .origin)
+        guard let fields = mapping(node, at: path, allowed: Self.routeKeys, reserved: Self.reservedRouteKeys) else {
+            failedPaths.insert(path)
+            return route
+        }
+        if let node = fields["name"], let name = scalar(node, at: path + ".name") {
+            route.name = name
+        } else if fields["name"] == nil {
+            fail(path + ".name", "required")
+        }
+        readMatch(fields["match"], into: &route, at: path + ".match")
+        if let node = fields["upstream"], let text = scalar(node, at: path + ".upstream") {
+            if text == "origin" {
+                route.upstream = .origin
+            } else {
+                switch UpstreamTarget.parse(text) {
+                case .success(let target): route.upstream = .fixed(target)
+                case .failure(let error): fail(path + ".upstream", error.message)
+                }
+            }
+        } else if fields["upstream"] == nil {
+            fail(path + ".upstream", "required: \"origin\" or an http(s) URL")
+        }
+        return route
+    }
+
+    private mutating func readMatch(_ node: Node?, into route: inout RouteConfig, at path: String) {
+        guard let node else {
+            fail(path, "required, e.g. { host: \"*\" }")
+            failedPaths.insert(path + ".host")
+            return
+        }
+        guard let fields = mapping(node, at: path, allowed: Self.matchKeys) else {
+            failedPaths.insert(path + ".host")
+            return
+        }
+        if let node = fields["host"], let text = scalar(node, at: path + ".host") {
+            switch HostPattern.parse(text) {
+            case .success(let pattern): route.host = pattern
+            case .failure(let error): fail(path + ".host", error.message)
+            }
+        } else if fields["host"] == nil {
+            fail(path + ".host", "required: an exact host, \"*.suffix\" or \"*\"")
+        }
+        if let node = fields["path_prefix"], let text = scalar(node, at: path + ".path_prefix") {
+            route.pathPrefix = text
+        }
+    }
+
+    // MARK: - Typed scalars
+
+    private mutating func readSize(_ fields: [String: Node], _ key: String, _ store: (Int64) -> Void) {
+        let path = "limits." + key
+        guard let node = fields[key], let text = scalar(node, at: path) else { return }
+        if let bytes = ConfigSyntax.parseSize(text), bytes <= Int64(Int32.max) || key == "body_bytes" {
+            store(bytes)
+        } else {
+            fail(path, "expected a size in bytes, e.g. 65536, 64KiB, 1MiB or 1GiB, got \"\(text)\"")
+        }
+    }
+
+    private mutating func readCount(_ fields: [String: Node], _ key: String, _ store: (Int) -> Void) {
+        let path = "limits." + key
+        guard let node = fields[key], let text = scalar(node, at: path) else { return }
+        if let count = ConfigSyntax.parseCount(text) {
+            store(count)
+        } else {
+            fail(path, "expected a non-negative integer, got \"\(text)\"")
+        }
+    }
+
+    private mutating func readDuration(_ fields: [String: Node], _ key: String, _ store: (Duration) -> Void) {
+        let path = "limits." + key
+        guard let node = fields[key], let text = scalar(node, at: path) else { return }
+        if let duration = ConfigSyntax.parseDuration(text) {
+            store(duration)
+        } else {
+            fail(path, "expected a duration such as 500ms, 10s, 2m or 1h (a bare integer is seconds), got \"\(text)\"")
+        }
+    }
+
+    // MARK: - Nodes
+
+    /// The mapping's values by key, after reporting unknown, reserved,
+    /// duplicate and non-string keys. Nil (and an issue) if `node` is not a mapping.
+    private mutating func mapping(
+        _ node: Node, at path: String, allowed: [String], reserved: Set<String> = []
+    ) -> [String: Node]? {
+        guard case .mapping(let pairs) = node else {
+            fail(path, "expected a mapping of keys to values, got \(Self.kind(of: node))")
+            return nil
+        }
+        var fields: [String: Node] = [:]
+        for (keyNode, value) in pairs {
+            guard case .scalar(let keyScalar) = keyNode else {
+                fail(path, "keys must be plain strings")
+                continue
+            }
+            let key = keyScalar.string
+            let keyPath = path.isEmpty ? key : "\(path).\(key)"
+            if reserved.contains(key) {
+                fail(keyPath, "unknown key \"\(key)\" (reserved for a later release, not supported yet)")
+            } else if !allowed.contains(key) {
+                fail(keyPath, "unknown key \"\(key)\"\(Self.suggestion(for: key, among: allowed))")
+            } else if fields[key] != nil {
+                fail(keyPath, "duplicate key")
+            } else {
+                fields[key] = value
+            }
+        }
+        return fields
+    }
+
+    /// The scalar's text; nil and an issue for null, lists and mappings.
+    private mutating func scalar(_ node: Node, at path: String) -> String? {
+        guard case .scalar(let scalar) = node else {
+            fail(path, "expected a single value, got \(Self.kind(of: node))")
+            return nil
+        }
+        if node.null != nil && scalar.style == .plain {
+            fail(path, "a value is required")
+            return nil
+        }
+        return scalar.string
+    }
+
+    private mutating func fail(_ path: String, _ message: String) {
+        issues.append(ConfigError.Issue(keyPath: path, message: message))
+        failedPaths.insert(path)
+    }
+
+    private static func kind(of node: Node) -> String {
+        switch node {
+        case .scalar: return node.null != nil ? "nothing" : "a single value"
+        case .mapping: return "a mapping"
+        case .sequence: return "a list"
+        case .alias: return "an alias"
+        }
+    }
+
+    /// `; did you mean "header_timeout"?` for keys within two edits of a known one.
+    static func suggestion(for key: String, among known: [String]) -> String {
+        let best = known.map { ($0, editDistance(key, $0)) }.min { $0.1 < $1.1 }
+        guard let (candidate, distance) = best, distance <= 2 else { return "" }
+        return "; did you mean \"\(candidate)\"?"
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

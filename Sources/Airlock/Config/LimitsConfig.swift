@@ -1,0 +1,27 @@
+/// Per-connection and per-process limits. Every field has a default, so a
+/// config names only what it changes.
+public struct LimitsConfig: Sendable, Equatable {
+    /// Longer request line -> 414.
+    public var requestLineBytes: Int = 8192
+    /// Whole header block; larger -> 431.
+    public var headerBytes: Int = 65536
+    /// More header fields -> 431.
+    public var headerCount: Int = 100
+    /// Declared body larger -> 413.
+    public var bodyBytes: Int64 = 104_857_600
+    /// The client must finish its request head in this time -> 408 + close.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Keep-alive idle, client and upstream side.
+    public var idleTimeout: Duration = .seconds(75)
+    public var connectTimeout: Duration = .seconds(5)
+    /// No byte from upstream for this long -> 504.
+    public var upstreamTimeout: Duration = .seconds(60)
+    /// On SIGTERM, in-flight exchanges get this long.
+    public var drainTimeout: Duration = .seconds(10)
+    /// Idle pooled connections kept per worker per upstream; 0 disables pooling.
+    public var maxIdlePerUpstream: Int = 64
+    /// Per process; accept pauses above it.
+    public var maxConnections: Int = 10000
+
+    public init() {}
+}

@@ -1,0 +1,30 @@
+import Logging
+
+/// Process-wide logging setup: JSON lines on standard output.
+public enum AirlockLogging {
+    /// Bootstraps swift-log with `JSONLogHandler` on standard output at
+    /// `level`. swift-log allows one bootstrap per process; later calls do
+    /// nothing (the first level stays).
+    public static func bootstrap(level: Logger.Level) {
+        guard once.claim() else { return }
+        LoggingSystem.bootstrap({ label, provider in
+            JSONLogHandler(label: label, level: level, sink: .standardOutput, metadataProvider: provider)
+        }, metadataProvider: nil)
+    }
+
+    private static let once = OnceFlag()
+}
+
+/// True exactly once, for the first caller, from any thread.
+private final class OnceFlag: @unchecked Sendable {
+    private let lock = LogLock()
+    private var claimed = false
+
+    func claim() -> Bool {
+        lock.withLock {
+            if claimed { return false }
+            claimed = true
+            return true
+        }
+    }
+}

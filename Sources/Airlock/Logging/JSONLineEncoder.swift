@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Logging
+
+/// Builds one JSON log line as UTF-8 bytes, by hand: no JSONEncoder, no
+/// Foundation formatters on the per-record path.
+struct JSONLineEncoder {
+    private(set) var bytes: [UInt8] = []
+
+    init() {
+        bytes.reserveCapacity(256)
+    }
+
+    mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// `"text"` with JSON escaping: `"` and `\` escaped, control characters
+    /// (and DEL, U+2028, U+2029) as `\u00XX`. Swift strings are valid Unicode,
+    /// so everything else is copied through as valid UTF-8.
+    mutating func appendString(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var utf8 = text.utf8.makeIterator()
+        while let byte = utf8.next() {
+            switch byte {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x00..<0x20, 0x7F: appendUnicodeEscape(UInt16(byte))
+            case 0xE2:
+                // U+2028 / U+2029 are E2 80 A8 / E2 80 A9: legal JSON, but
+                // they break line-oriented and JavaScript consumers.
+                let second = utf8.next(), third = utf8.next()
+                if second == 0x80, let third, third == 0xA8 || third == 0xA9 {
+                    appendUnicodeEscape(third == 0xA8 ? 0x2028 : 0x2029)
+                } else {
+                    bytes.append(byte)
+                    if let second { bytes.append(second) }
+                    if let third { bytes.append(third) }
+                }
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendUnicodeEscape(_ value: UInt16) {
+        append("\\u")
+        for shift in stride(from: 12, through: 0, by: -4) {
+            bytes.append(Self.hexDigits[Int((value >> UInt16(shift)) & 0xF)])
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A metadata value: strings as strings; Int/Double/Bool held in
+    /// `.stringConvertible` as JSON numbers and booleans; dictionaries and
+    /// arrays as nested JSON (dictionary keys sorted for stable output).
+    mutating func appendValue(_ value: Logger.MetadataValue) {
+        switch value {
+        case .string(let text):
+            appendString(text)
+        case .stringConvertible(let convertible):
+            appendConvertible(convertible)
+        case .dictionary(let dictionary):
+            appendObjectBody(dictionary)
+        case .array(let array):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in array.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                appendValue(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+    }
+
+    /// `{"k":v,...}` with keys sorted.
+    mutating func appendObjectBody(_ dictionary: Logger.Metadata) {
+        bytes.append(UInt8(ascii: "{"))
+        for (index, key) in dictionary.keys.sorted().enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            appendString(key)
+            bytes.append(UInt8(ascii: ":"))
+            appendValue(dictionary[key]!)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    private mutating func appendConvertible(_ value: any CustomStringConvertible & Sendable) {
+        switch value {
+        case let flag as Bool:
+            flag ? append("true") : append("false")
+        case let integer as any BinaryInteger:
+            bytes.append(contentsOf: String(describing: integer).utf8)
+        case let number as Double:
+            appendFloatingPoint(number)
+        case let number as Float:
+            appendFloatingPoint(Double(number))
+        default:
+            appendString(value.description)
+        }
+    }
+
+    /// Finite values as JSON numbers; NaN and infinities, which JSON cannot
+    /// express, as strings.
+    private mutating func appendFloatingPoint(_ number: Double) {
+        if number.isFinite {
+            bytes.append(contentsOf: number.description.utf8)
+        } else {
+            appendString(number.description)
+        }
+    }
+
+    /// `"2026-11-22T10:00:00.123Z"`, from clock_gettime and gmtime_r.
+    mutating func appendTimestamp() {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        appendTimestamp(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec / 1_000_000))
+    }
+
+    mutating func appendTimestamp(seconds: time_t, milliseconds: Int) {
+        var seconds = seconds
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        bytes.append(UInt8(ascii: "\""))
+        appendDigits(Int(parts.tm_year) + 1900, width: 4)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(Int(parts.tm_mon) + 1, width: 2)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(Int(parts.tm_mday), width: 2)
+        bytes.append(UInt8(ascii: "T"))
+        appendDigits(Int(parts.tm_hour), width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(Int(parts.tm_min), width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(Int(parts.tm_sec), width: 2)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(milliseconds, width: 3)
+        append("Z\"")
+    }
+
+    /// Zero-padded decimal of a non-negative value.
+    private mutating func appendDigits(_ value: Int, width: Int) {
+        var divisor = 1
+        for _ in 1..<width { divisor *= 10 }
+        var value = value
+        if value >= divisor * 10 {
+            bytes.append(contentsOf: String(value).utf8)
+            return
+        }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value / divisor))
+            value %= divisor
+            divisor /= 10
+        }
+    }
+}
