@@ -158,7 +158,9 @@ final class ClientConnection: StreamDelegate {
         guard state != .closed else { return }
         state = .closed
         timer.cancel()
-        stream.closeAfterFlush()
+        let w = worker
+        w.flushStarted()
+        stream.closeAfterFlush { w.flushEnded() }
         worker.clientClosed(self)
     }
 }

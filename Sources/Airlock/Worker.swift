@@ -5,7 +5,7 @@ import Logging
 
 /// One event loop and everything bound to it: client connections, the upstream pool,
 /// the resolver. Connections never leave their worker.
-final class Worker {
+final class Worker: @unchecked Sendable {  // bound to its loop; reached only via loop.execute
     let index: Int
     let loop: EventLoop
     let context: GatewayContext
@@ -16,6 +16,8 @@ final class Worker {
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private(set) var draining = false
     private var requestCounter: UInt64 = 0
+    private var flushing = 0
+    private var reportedIdle = false
     private let onIdle: @Sendable (Int) -> Void
     /// Called (on this worker's loop) whenever a connection closes.
     private let onConnectionClosed: @Sendable () -> Void
@@ -51,7 +53,23 @@ final class Worker {
         if clients.removeValue(forKey: ObjectIdentifier(c)) != nil {
             onConnectionClosed()
         }
-        if draining && clients.isEmpty { onIdle(index) }
+        checkIdle()
+    }
+
+    /// A closed connection still sending its last response.
+    func flushStarted() { flushing += 1 }
+
+    func flushEnded() {
+        flushing -= 1
+        checkIdle()
+    }
+
+    /// While draining, the worker is done when no connection is open and nothing is still flushing.
+    private func checkIdle() {
+        if draining && clients.isEmpty && flushing == 0 && !reportedIdle {
+            reportedIdle = true
+            onIdle(index)
+        }
     }
 
     func nextRequestID() -> String {
@@ -79,7 +97,7 @@ final class Worker {
         draining = true
         for u in pool.removeAll() { u.close() }
         for c in Array(clients.values) { c.drain() }
-        if clients.isEmpty { onIdle(index) }
+        checkIdle()
     }
 
     /// Drain timeout passed: close everything.

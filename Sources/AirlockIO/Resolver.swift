@@ -6,11 +6,17 @@ import Glibc
 public final class Resolver {
     private var dns: OpaquePointer?
 
-    public init(loop: EventLoop) {
-        // Read resolv.conf and /etc/hosts; do not keep the loop alive when idle.
-        dns = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE)
-        if dns == nil {
+    /// `nameservers`: "IP" or "IP:port" entries to use instead of /etc/resolv.conf's.
+    public init(loop: EventLoop, nameservers: [String]? = nil) {
+        if let nameservers {
             dns = evdns_base_new(loop.base, EVDNS_BASE_DISABLE_WHEN_INACTIVE)
+            if let d = dns {
+                for ns in nameservers { _ = evdns_base_nameserver_ip_add(d, ns) }
+            }
+        } else {
+            // Read resolv.conf; do not keep the loop alive when idle.
+            dns = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE)
+            if dns == nil { dns = evdns_base_new(loop.base, EVDNS_BASE_DISABLE_WHEN_INACTIVE) }
         }
         if let d = dns { _ = evdns_base_load_hosts(d, nil) }
     }
@@ -25,8 +31,13 @@ public final class Resolver {
             completion(.success([a]))
             return
         }
-        if host == "localhost" {
+        // RFC 6761 special-use names are answered here and never sent to a nameserver.
+        if host == "localhost" || host.hasSuffix(".localhost") {
             completion(.success([SocketAddress(ipLiteral: "127.0.0.1", port: port)!]))
+            return
+        }
+        if host == "invalid" || host.hasSuffix(".invalid") {
+            completion(.failure(IOError(.resolve, "\(host): name does not exist (RFC 6761 .invalid)")))
             return
         }
         guard let d = dns else {

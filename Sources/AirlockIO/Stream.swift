@@ -27,6 +27,7 @@ public final class Stream {
     private var lingerTimer: Timer?
     /// While flushing and lingering the stream keeps itself alive; its owner is gone.
     private var selfRetain: Unmanaged<Stream>?
+    private var onFlushed: (() -> Void)?
     private let loop: EventLoop
 
     private enum Closing {
@@ -83,7 +84,7 @@ public final class Stream {
     }
 
     /// Calls `body` with the first `min(max, inputLength)` input bytes made contiguous.
-    public func withInput<R>(max: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    public func withInput<R, E: Error>(max: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         guard let b = bev else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         let input = bufferevent_get_input(b)
         let n = Swift.min(max, evbuffer_get_length(input))
@@ -157,6 +158,7 @@ public final class Stream {
             bufferevent_free(b)
             bev = nil
         }
+        notifyFlushed()
         if let r = selfRetain {
             selfRetain = nil
             r.release()
@@ -165,8 +167,10 @@ public final class Stream {
 
     /// Sends what is queued, then half-closes and discards whatever the peer still sends
     /// for up to `linger`, so an error response is not destroyed by a TCP reset.
-    public func closeAfterFlush(linger: Duration = .seconds(2)) {
-        guard closing == .open, let b = bev else { return }
+    /// `onFlushed` runs once when the output has gone out (or the stream closed first).
+    public func closeAfterFlush(linger: Duration = .seconds(2), onFlushed: (() -> Void)? = nil) {
+        guard closing == .open, let b = bev else { onFlushed?(); return }
+        self.onFlushed = onFlushed
         closing = .flushing
         selfRetain = Unmanaged.passRetained(self)
         delegate = nil
@@ -181,12 +185,20 @@ public final class Stream {
     }
 
     private func startLingering() {
+        notifyFlushed()
         guard let b = bev else { return }
         closing = .lingering
         let fd = bufferevent_getfd(b)
         if fd >= 0 { shutdown(fd, Int32(SHUT_WR)) }
         evbuffer_drain(bufferevent_get_input(b), evbuffer_get_length(bufferevent_get_input(b)))
         bufferevent_enable(b, airlock_ev_read())
+    }
+
+    private func notifyFlushed() {
+        if let f = onFlushed {
+            onFlushed = nil
+            f()
+        }
     }
 
     fileprivate func onRead() {

@@ -64,7 +64,7 @@ final class ForwardProxyTests: XCTestCase {
     func testPostWithChunkedBodyIsReframed() throws {
         let file = Fixture.tempFile("chunked-body.bin")
         let payload = patternBytes(count: 300_000)
-        FileManager.default.createFile(atPath: file, contents: Data(payload))
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data(payload)))
         let out = Fixture.tempFile("chunked-echo.bin")
         let r = try Curl.run(["-x", proxy, "\(base)/echo", "-H", "Transfer-Encoding: chunked",
                               "--data-binary", "@\(file)", "-o", out])

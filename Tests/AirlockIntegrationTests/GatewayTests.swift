@@ -56,7 +56,7 @@ final class GatewayTests: XCTestCase {
 
     func testUpstreamSilentIs504() throws {
         let silent = try origin(.silent)
-        let a = try start(Fixture.gatewayConfig(upstreamPort: silent.port, limits: "  upstream_timeout: 1s"))
+        let a = try start(Fixture.gatewayConfig(upstreamPort: silent.port, limits: ["upstream_timeout": "1s"]))
         _ = a
         let r = try Curl.run(["http://127.0.0.1:\(a.port)/slow", "-w", "\\n%{http_code}"], timeout: 20)
         XCTAssertTrue(r.stdoutString.hasSuffix("504"), r.stdoutString)
@@ -100,7 +100,7 @@ final class GatewayTests: XCTestCase {
 
     func testDeclaredBodyTooLargeIs413() throws {
         let o = try origin(.respond { _ in .ok("x") })
-        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: "  body_bytes: 1000"))
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["body_bytes": "1000"]))
         let c = try RawClient(port: a.port)
         defer { c.close() }
         let r = try c.exchange("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n")
@@ -111,7 +111,7 @@ final class GatewayTests: XCTestCase {
 
     func testHeaderTimeoutIs408() throws {
         let o = try origin(.respond { _ in .ok("x") })
-        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: "  header_timeout: 1s"))
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["header_timeout": "1s"]))
         let c = try RawClient(port: a.port)
         defer { c.close() }
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n")

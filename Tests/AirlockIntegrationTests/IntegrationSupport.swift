@@ -4,32 +4,30 @@ import XCTest
 
 /// Shared helpers: configs for a gateway in front of a test origin, and JSON decoding.
 enum Fixture {
-    static func gatewayConfig(upstreamPort: UInt16, limits: String = "", extraRoutes: String = "") -> String {
+    /// The limits every test runs with, overridden per test.
+    static func limitsYAML(_ overrides: [String: String]) -> String {
+        var l = ["header_timeout": "2s", "upstream_timeout": "3s", "connect_timeout": "2s"]
+        l.merge(overrides) { $1 }
+        return "limits:\n" + l.sorted { $0.key < $1.key }.map { "  \($0.key): \($0.value)" }.joined(separator: "\n")
+    }
+
+    static func gatewayConfig(upstreamPort: UInt16, limits: [String: String] = [:]) -> String {
         """
         listen: 127.0.0.1:0
         workers: 2
-        limits:
-          header_timeout: 2s
-          upstream_timeout: 3s
-          connect_timeout: 2s
-        \(limits)
+        \(limitsYAML(limits))
         routes:
-        \(extraRoutes)
           - name: api
             match: { host: "*" }
             upstream: http://127.0.0.1:\(upstreamPort)
         """
     }
 
-    static func forwardConfig(limits: String = "") -> String {
+    static func forwardConfig(limits: [String: String] = [:]) -> String {
         """
         listen: 127.0.0.1:0
         workers: 2
-        limits:
-          header_timeout: 2s
-          upstream_timeout: 3s
-          connect_timeout: 2s
-        \(limits)
+        \(limitsYAML(limits))
         routes:
           - name: default
             match: { host: "*" }
