@@ -1,0 +1,104 @@
+import Foundation
+import XCTest
+@testable import Airlock
+
+/// Runs the built `airlock` executable, which `swift test` builds beside the test bundle.
+final class CheckConfigCLITests: XCTestCase {
+    private struct Outcome {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The `airlock` binary in the build directory that holds this test bundle.
+    private func airlockExecutable() throws -> URL {
+        var candidates: [URL] = []
+        // Linux: the test runner is `<build>/AirlockPackageTests.xctest`; macOS: a bundle in `<build>`.
+        candidates.append(Bundle(for: Self.self).bundleURL.deletingLastPathComponent().appendingPathComponent("airlock"))
+        candidates.append(Bundle.main.bundleURL.appendingPathComponent("airlock"))
+        // `<package>/.build/debug/airlock`, located from this source file.
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/airlock"))
+        let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        return try XCTUnwrap(found, "airlock executable not found in \(candidates.map(\.path))")
+    }
+
+    private func run(_ arguments: [String]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = try airlockExecutable()
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus,
+                       stdout: String(decoding: stdout, as: UTF8.self),
+                       stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    private func temporaryFile(_ contents: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("airlock-\(UUID().uuidString).yaml").path
+        try contents.write(toFile: path, atomically: true, encoding: .utf8)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    func testCheckConfigPrintsEffectiveConfigForAGoodFile() throws {
+        let outcome = try run(["check-config", try temporaryFile(fullExampleYAML)])
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        XCTAssertEqual(outcome.stderr, "")
+        XCTAssertEqual(try AirlockConfig.load(yaml: outcome.stdout), try AirlockConfig.load(yaml: fullExampleYAML))
+        XCTAssertTrue(outcome.stdout.hasPrefix("listen: 127.0.0.1:8080\n"), outcome.stdout)
+    }
+
+    func testCheckConfigListsEveryIssueForABadFile() throws {
+        let outcome = try run(["check-config", try temporaryFile("""
+            listen: 0.0.0.0:8080
+            workers: 999
+            routes:
+              - name: default
+                match: { host: "*" }
+                upstream: origin
+              - name: api
+                match: { host: api.test }
+                upstream: http://user@api.test/path
+            """)])
+        XCTAssertEqual(outcome.status, 1)
+        XCTAssertEqual(outcome.stdout, "")
+        let lines = outcome.stderr.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, outcome.stderr)
+        for keyPath in ["workers: ", "routes[0].match.host: ", "routes[1].upstream: "] {
+            XCTAssertTrue(lines.contains { $0.hasPrefix(keyPath) }, "no \(keyPath) in\n\(outcome.stderr)")
+        }
+        XCTAssertFalse(outcome.stderr.contains("Fatal error"))
+    }
+
+    func testCheckConfigMissingFileExitsOne() throws {
+        let outcome = try run(["check-config", "/nonexistent/airlock.yaml"])
+        XCTAssertEqual(outcome.status, 1)
+        XCTAssertTrue(outcome.stderr.contains("/nonexistent/airlock.yaml"), outcome.stderr)
+    }
+
+    func testVersion() throws {
+        let outcome = try run(["--version"])
+        XCTAssertEqual(outcome.status, 0)
+        XCTAssertEqual(outcome.stdout, "airlock 0.1.0\n")
+    }
+
+    func testRunRefusesAnOverrideThatOpensTheProxy() throws {
+        let outcome = try run(["run", "--listen", "0.0.0.0:0"])
+        XCTAssertEqual(outcome.status, 1)
+        XCTAssertTrue(outcome.stderr.hasPrefix("routes[0].match.host: "), outcome.stderr)
+        XCTAssertEqual(outcome.stdout, "", "config errors go to stderr, before logging starts")
+    }
+
+    func testRunReportsConfigErrorsWithoutAStackTrace() throws {
+        let outcome = try run(["run", "--config", try temporaryFile("routes: []\n")])
+        XCTAssertEqual(outcome.status, 1)
+        XCTAssertEqual(outcome.stderr, "routes: at least one route is required\n")
+    }
+}

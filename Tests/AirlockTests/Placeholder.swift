@@ -1,2 +1,0 @@
-import XCTest
-final class AirlockTestsPlaceholder: XCTestCase { func testNothing() {} }
