@@ -166,10 +166,11 @@ extension ClientConnection {
             logError(GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: ex.responseStatus,
                                   message: "upstream \(timeout ? "timed out" : "failed") mid-body", source: .upstream), ex)
         }
-        // The client must see an incomplete response, never a complete one: cut it off.
+        // The client must see an incomplete response, never a complete one: send what
+        // arrived, then cut the connection without finishing the framing.
         logAccess(ex, status: ex.responseStatus, complete: false)
         exchange = nil
-        close()
+        closeAfterFlush()
     }
 
     private func upstreamMalformed(_ ex: Exchange, _ u: UpstreamConnection, _ error: WireError?, detail: String = "") {
@@ -181,7 +182,7 @@ extension ClientConnection {
             logError(e, ex)
             logAccess(ex, status: ex.responseStatus, complete: false)
             exchange = nil
-            close()
+            closeAfterFlush()
         } else {
             failExchange(e)
         }
