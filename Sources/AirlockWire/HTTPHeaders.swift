@@ -87,7 +87,7 @@ public struct HTTPHeaders: Sendable, Equatable {
             withValueBytes(at: i) { value in
                 _ = ByteClass.forEachListElement(value) { element in
                     if !element.isEmpty {
-                        out.append(String(decoding: element.lazy.map(ByteClass.lower), as: UTF8.self))
+                        out.append(ByteClass.lowercasedString(element))
                     }
                     return true
                 }
