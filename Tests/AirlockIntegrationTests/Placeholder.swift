@@ -1,2 +1,0 @@
-import XCTest
-final class AirlockIntegrationTestsPlaceholder: XCTestCase { func testNothing() {} }
