@@ -207,6 +207,41 @@ final class AirlockTestingSelfTests: XCTestCase {
         XCTAssertThrowsError(try RawClient(port: port))
     }
 
+    func testStopReleasesEveryDescriptorAndThread() throws {
+        func exercise() throws {
+            let origin = try echoOrigin()
+            let silent = try TestOrigin(.silent)
+            let client = try RawClient(port: origin.port)
+            try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try client.readResponse(timeout: 5)
+            let idle = try RawClient(port: silent.port)
+            XCTAssertEqual(try Curl.run([origin.url("/a"), origin.url("/b")], timeout: 10).exitCode, 0)
+            XCTAssertTrue(silent.waitForConnections(1, timeout: 5))
+            origin.stop()
+            silent.stop()
+            client.close()
+            idle.close()
+        }
+        func counts() -> (descriptors: Int, threads: Int) {
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            let threads = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+                .flatMap { Int($0.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) } ?? -1
+            return (descriptors, threads)
+        }
+        try exercise()  // warm up whatever Foundation and XCTest create lazily
+        let before = counts()
+        try exercise()
+        let deadline = Date(timeIntervalSinceNow: 3)
+        var after = counts()
+        while (after.descriptors != before.descriptors || after.threads > before.threads), Date() < deadline {
+            usleep(20_000)
+            after = counts()
+        }
+        XCTAssertEqual(after.descriptors, before.descriptors, "descriptors leaked")
+        XCTAssertLessThanOrEqual(after.threads, before.threads, "threads leaked")
+    }
+
     // MARK: Checksums
 
     func testSha256OfKnownBytes() throws {
