@@ -53,6 +53,43 @@ final class AirlockTestingSelfTests: XCTestCase {
         XCTAssertEqual(request.bodyString, "chunked payload")
     }
 
+    func testLargePostWithExpectContinue() throws {
+        let origin = try TestOrigin(.respond { request in
+            .ok("\(request.body.count) \(request.body == patternBytes(count: request.body.count))")
+        })
+        defer { origin.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let upload = directory + "/upload"
+        try Data(patternBytes(count: 2 << 20)).write(to: URL(fileURLWithPath: upload))
+        let started = Date()
+        let result = try Curl.run(["-H", "Expect: 100-continue", "--data-binary", "@" + upload, origin.url("/up")],
+                                  timeout: 10)
+        XCTAssertEqual(result.exitCode, 0, result.stderr)
+        XCTAssertEqual(result.stdoutString, "\(2 << 20) true")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.9, "100 Continue spares curl its 1 s expect wait")
+        XCTAssertEqual(origin.requests.first?.header("expect"), "100-continue")
+    }
+
+    func testSlowReaderTakesOnlyWhatItAsksFor() throws {
+        let size = 1 << 20
+        let origin = try TestOrigin(.respond { _ in TestResponse(body: .pattern(count: size)) })
+        defer { origin.stop() }
+        let client = try RawClient(port: origin.port, receiveBufferSize: 4096)
+        defer { client.close() }
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        var received: [UInt8] = []
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n".utf8)
+        while received.count < head.count + size {
+            let piece = try client.read(upTo: 1000, timeout: 5)
+            XCTAssertFalse(piece.isEmpty)
+            XCTAssertLessThanOrEqual(piece.count, 1000)
+            received += piece
+        }
+        XCTAssertEqual(Array(received.prefix(head.count)), head)
+        XCTAssertTrue(Array(received.dropFirst(head.count)) == patternBytes(count: size))
+    }
+
     func testChunkedResponseAndHeadHaveNoBody() throws {
         let origin = try TestOrigin(.respond { _ in
             TestResponse(body: .bytes(Array("chunky".utf8)), chunked: true)
