@@ -19,7 +19,9 @@ public final class AirlockProcess: @unchecked Sendable {
     /// Writes `configYAML` to a temp file, starts `executable run --config FILE extraArgs...`, and waits (up to
     /// `startTimeout` s) for a stdout JSON line whose "event" is "airlock.listening"; its integer "port" is
     /// `port`. Throws if the child exits or the time runs out, with its stderr and stdout in the error.
-    public init(executable: String, configYAML: String, extraArgs: [String] = [], startTimeout: Double = 15) throws {
+    /// The child inherits this process's environment without proxy variables, plus `environment`.
+    public init(executable: String, configYAML: String, extraArgs: [String] = [], startTimeout: Double = 15,
+                environment: [String: String] = [:]) throws {
         directory = try makeTemporaryDirectory(prefix: "airlock-process")
         configPath = directory + "/airlock.yaml"
         let child: ChildProcess
@@ -30,7 +32,8 @@ public final class AirlockProcess: @unchecked Sendable {
             do {
                 child = try ChildProcess.spawn(executable: executable,
                                                arguments: ["run", "--config", configPath] + extraArgs,
-                                               environment: ChildProcess.environmentWithoutProxies())
+                                               environment: ChildProcess.environmentWithoutProxies()
+                                                   .merging(environment) { $1 })
             } catch {
                 waker.close()
                 throw error

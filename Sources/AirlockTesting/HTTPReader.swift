@@ -11,6 +11,7 @@ final class HTTPReader {
 
     private var buffer: [UInt8] = []
     private var start = 0
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
     private var capture: [UInt8]?
 
     static let headLimit = 1 << 20
@@ -21,20 +22,26 @@ final class HTTPReader {
         self.waker = waker
     }
 
+    deinit {
+        scratch.deallocate()
+    }
+
     var bufferedCount: Int { buffer.count - start }
 
     // MARK: Raw bytes
 
-    /// Reads once more from the socket. Returns false at end of stream.
+    /// Reads once more from the socket, at most `maximum` bytes. Returns false at end of stream.
     @discardableResult
-    func fill() throws -> Bool {
+    func fill(maximum: Int = 65_536) throws -> Bool {
         if sawEndOfStream { return false }
         if start > 0, start >= buffer.count / 2 {
             buffer.removeFirst(start)
             start = 0
         }
-        switch try Socket.receive(fd, into: &buffer, waker: waker, deadline: deadline) {
-        case .bytes: return true
+        switch try Socket.receive(fd, into: scratch, maximum: maximum, waker: waker, deadline: deadline) {
+        case .bytes(let count):
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+            return true
         case .endOfStream:
             sawEndOfStream = true
             return false

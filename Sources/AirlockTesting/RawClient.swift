@@ -104,12 +104,13 @@ public final class RawClient: @unchecked Sendable {
     }
 
     /// At most `n` bytes: what is buffered, else whatever the next read brings. Empty at end of stream.
+    /// Takes no more than `n` bytes from the kernel, so a slow reader keeps the TCP window small.
     /// Throws `.timeout` if nothing arrives within `timeout`.
     public func read(upTo n: Int, timeout: Double) throws -> [UInt8] {
         try withOpenSocket { _ in
             if reader.bufferedCount == 0 {
                 reader.deadline = Deadline(seconds: timeout)
-                guard try reader.fill() else { return [] }
+                guard try reader.fill(maximum: min(n, 65_536)) else { return [] }
             }
             return reader.take(upTo: n)
         }

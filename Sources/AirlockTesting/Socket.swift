@@ -147,24 +147,20 @@ enum Socket {
 
     enum ReadOutcome { case bytes(Int), endOfStream, reset }
 
-    /// One `recv` of at most `maximum` bytes appended to `buffer`, after waiting for readability.
-    static func receive(_ fd: Int32, into buffer: inout [UInt8], maximum: Int = 65_536,
+    /// One `recv` into `scratch` (at most `maximum` bytes), after waiting for readability.
+    static func receive(_ fd: Int32, into scratch: UnsafeMutableRawBufferPointer, maximum: Int,
                         waker: Waker?, deadline: Deadline?) throws -> ReadOutcome {
+        let limit = max(1, min(maximum, scratch.count))
         while true {
             switch try wait(fd, for: Int16(POLLIN), waker: waker, deadline: deadline) {
             case .woken: throw AirlockTestingError(.stopped, "stopped while reading")
             case .timedOut: throw AirlockTestingError(.timeout, "no bytes arrived before the deadline")
             case .ready: break
             }
-            let oldCount = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: maximum))
-            let n = buffer.withUnsafeMutableBytes { raw in
-                recv(fd, raw.baseAddress! + oldCount, maximum, Int32(MSG_DONTWAIT))
-            }
-            let code = errno
-            buffer.removeLast(maximum - max(n, 0))
+            let n = recv(fd, scratch.baseAddress!, limit, Int32(MSG_DONTWAIT))
             if n > 0 { return .bytes(n) }
             if n == 0 { return .endOfStream }
+            let code = errno
             switch code {
             case EINTR, EAGAIN: continue
             case ECONNRESET: return .reset
@@ -205,10 +201,10 @@ enum Socket {
     static func lingeringClose(_ fd: Int32, waker: Waker?, linger: Double = 2) {
         _ = shutdown(fd, Int32(SHUT_WR))
         let deadline = Deadline(seconds: linger)
-        var scratch: [UInt8] = []
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { scratch.deallocate() }
         while true {
-            scratch.removeAll(keepingCapacity: true)
-            guard let outcome = try? receive(fd, into: &scratch, waker: waker, deadline: deadline),
+            guard let outcome = try? receive(fd, into: scratch, maximum: scratch.count, waker: waker, deadline: deadline),
                   case .bytes = outcome else { break }
         }
         close(fd)

@@ -42,7 +42,7 @@ struct Authority: Sendable, Equatable {
         } else if requirePort {
             throw WireError.quoting(code, "port required: ", bytes)
         }
-        let host = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd]).lazy.map(ByteClass.lower), as: UTF8.self)
+        let host = ByteClass.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd]))
         return Authority(host: host, port: port)
     }
 

@@ -71,6 +71,14 @@ enum ByteClass {
         isUnreserved(b) || isSubDelim(b) || b == colon || b == 0x40 || b == 0x2F || b == 0x3F
     }
 
+    /// `bytes` as a String with ASCII letters lower-cased, built in one allocation.
+    static func lowercasedString(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { out in
+            for i in 0..<bytes.count { out[i] = lower(bytes[i]) }
+            return bytes.count
+        }
+    }
+
     /// Compares `bytes` with lower-case ASCII `lowered`, folding the case of `bytes`.
     static func equalsLowercased(_ bytes: UnsafeRawBufferPointer, _ lowered: StaticString) -> Bool {
         guard bytes.count == lowered.utf8CodeUnitCount else { return false }

@@ -87,7 +87,7 @@ public struct HTTPHeaders: Sendable, Equatable {
             withValueBytes(at: i) { value in
                 _ = ByteClass.forEachListElement(value) { element in
                     if !element.isEmpty {
-                        out.append(String(decoding: element.lazy.map(ByteClass.lower), as: UTF8.self))
+                        out.append(ByteClass.lowercasedString(element))
                     }
                     return true
                 }
@@ -143,27 +143,26 @@ public struct HTTPHeaders: Sendable, Equatable {
 
     /// Removes every field of this kind. Use `removeAll(name:)` for `.other` fields.
     public mutating func removeAll(_ field: KnownField) {
-        removeAll { $0.known == field }
+        remove(entries.map { $0.known == field })
     }
 
     /// Removes every field with this name, compared ignoring ASCII case.
     public mutating func removeAll(name: String) {
         var name = name
-        let drop: [Bool] = name.withUTF8 { wanted in
+        let drop = name.withUTF8 { wanted in
             let wanted = UnsafeRawBufferPointer(wanted)
             return entries.indices.map { i in withNameBytes(at: i) { ByteClass.equalsIgnoringCase($0, wanted) } }
         }
-        var i = 0
-        removeAll { _ in defer { i += 1 }; return drop[i] }
+        remove(drop)
     }
 
-    /// Removes matching entries and compacts the storage so it never holds dead bytes.
-    private mutating func removeAll(where shouldRemove: (Entry) -> Bool) {
-        guard entries.contains(where: shouldRemove) else { return }
+    /// Removes entry `i` where `drop[i]`, and compacts the storage so it never holds dead bytes.
+    private mutating func remove(_ drop: [Bool]) {
+        guard drop.contains(true) else { return }
         var kept = HTTPHeaders()
         kept.reserve(bytes: storage.count, fields: entries.count)
         storage.withUnsafeBytes { all in
-            for e in entries where !shouldRemove(e) {
+            for (i, e) in entries.enumerated() where !drop[i] {
                 kept.append(
                     nameBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]),
                     valueBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.valueStart)..<Int(e.valueStart + e.valueCount)]),

@@ -42,37 +42,38 @@ public struct HeadScanner: Sendable {
         var i = scanned
         var inStartLine = state == .startLine
         defer { scanned = i }
-        while i < n {
-            guard i < maxHead else {
-                throw WireError(.headersTooLarge, "head longer than \(maxHead) bytes")
-            }
-            let b = bytes[i]
-            if b == ByteClass.lf {
-                guard i > 0 && bytes[i - 1] == ByteClass.cr else {
-                    throw WireError(.bareLF, "LF without CR at byte \(i)")
-                }
-                if i - 1 == lineStart {
-                    // An empty line. Before the start line, one leading CRLF is skipped for
-                    // requests; any other empty line ends the head (the parser rejects an empty
-                    // start line).
-                    if inStartLine && checksLine && lineStart == 0 {
-                        i += 1
-                        lineStart = i
-                        continue
-                    }
-                    i += 1
-                    state = .done(i)
-                    return i
-                }
-                if inStartLine {
-                    inStartLine = false
-                    state = .fields
-                }
-                lineStart = i + 1
-            } else if checksLine && inStartLine && i - lineStart > maxLine {
+        let end = min(n, maxHead)
+        while true {
+            // Tight search for the next LF; the limits are checked once per line, not per byte.
+            while i < end && bytes[i] != ByteClass.lf { i += 1 }
+            if checksLine && inStartLine && i - 1 - lineStart > maxLine {
                 throw WireError(.requestLineTooLong, "request line longer than \(maxLine) bytes")
             }
+            guard i < end else { break }
+            guard i > 0 && bytes[i - 1] == ByteClass.cr else {
+                throw WireError(.bareLF, "LF without CR at byte \(i)")
+            }
+            if i - 1 == lineStart {
+                // An empty line. Before the start line, one leading CRLF is skipped for
+                // requests; any other empty line ends the head (the parser rejects an empty
+                // start line).
+                i += 1
+                if inStartLine && checksLine && lineStart == 0 {
+                    lineStart = i
+                    continue
+                }
+                state = .done(i)
+                return i
+            }
+            if inStartLine {
+                inStartLine = false
+                state = .fields
+            }
             i += 1
+            lineStart = i
+        }
+        if n > maxHead {
+            throw WireError(.headersTooLarge, "head longer than \(maxHead) bytes")
         }
         return nil
     }

@@ -1,0 +1,94 @@
+import AirlockWire
+import XCTest
+
+/// The compact header store and WireError's surface.
+final class HTTPHeadersTests: XCTestCase {
+    func testAppendClassifiesAndTrims() {
+        var headers = HTTPHeaders()
+        headers.append(name: "content-length", value: " 5 ")
+        headers.append(name: "X-Custom", value: "v")
+        XCTAssertEqual(headers.count, 2)
+        XCTAssertEqual(headers.known(at: 0), .contentLength)
+        XCTAssertEqual(headers.known(at: 1), .other)
+        XCTAssertEqual(headers.first(.contentLength), "5")
+        XCTAssertEqual(headers.first(name: "x-CUSTOM"), "v")
+        XCTAssertNil(headers.first(name: "missing"))
+        XCTAssertNil(headers.first(.host))
+    }
+
+    func testValuesAndTokens() {
+        var headers = HTTPHeaders()
+        headers.append(name: "Connection", value: "Keep-Alive, ,X-A")
+        headers.append(name: "Via", value: "1.1 a")
+        headers.append(name: "connection", value: ", Upgrade,")
+        XCTAssertEqual(headers.values(.connection), ["Keep-Alive, ,X-A", ", Upgrade,"])
+        XCTAssertEqual(headers.tokens(.connection), ["keep-alive", "x-a", "upgrade"])
+        XCTAssertEqual(headers.tokens(.te), [])
+    }
+
+    func testRemoveAll() {
+        var headers = HTTPHeaders()
+        headers.append(name: "Host", value: "a")
+        headers.append(name: "Connection", value: "close")
+        headers.append(name: "X-A", value: "1")
+        headers.append(name: "connection", value: "x-a")
+        headers.removeAll(.connection)
+        XCTAssertEqual((0..<headers.count).map { headers.name(at: $0) }, ["Host", "X-A"])
+        headers.removeAll(name: "x-a")
+        XCTAssertEqual((0..<headers.count).map { headers.name(at: $0) }, ["Host"])
+        XCTAssertEqual(headers.value(at: 0), "a")
+    }
+
+    func testEqualityComparesFieldsNotLayout() {
+        var a = HTTPHeaders()
+        a.append(name: "X-Gone", value: "1")
+        a.append(name: "Host", value: "h")
+        a.removeAll(name: "X-Gone")
+        var b = HTTPHeaders()
+        b.append(name: "Host", value: "h")
+        XCTAssertEqual(a, b)
+        b.append(name: "Via", value: "x")
+        XCTAssertNotEqual(a, b)
+        var c = HTTPHeaders()
+        c.append(name: "host", value: "h")
+        XCTAssertNotEqual(a.count == 1 ? a : b, c, "names compare byte for byte")
+    }
+
+    func testParsedHeadersEqualAppendedOnes() throws {
+        let head = try request("GET / HTTP/1.1\r\nHost: h\r\nX-A:  1 \r\n\r\n")
+        var expected = HTTPHeaders()
+        expected.append(name: "Host", value: "h")
+        expected.append(name: "X-A", value: "1")
+        XCTAssertEqual(head.headers, expected)
+    }
+
+    func testWireErrorStatusesAndReasons() {
+        let cases: [(WireError.Code, Int, String)] = [
+            (.requestLineTooLong, 414, "request-line-too-long"), (.headersTooLarge, 431, "headers-too-large"),
+            (.tooManyHeaders, 431, "too-many-headers"), (.unsupportedVersion, 505, "unsupported-version"),
+            (.unsupportedTransferCoding, 501, "unsupported-transfer-coding"), (.bodyTooLarge, 413, "body-too-large"),
+            (.badContentLength, 400, "bad-content-length"), (.bareLF, 400, "bare-lf"),
+        ]
+        for (code, status, reason) in cases {
+            let error = WireError(code, "d")
+            XCTAssertEqual(error.status, status, reason)
+            XCTAssertEqual(error.reason, reason)
+            XCTAssertEqual(error.description, "\(reason): d")
+        }
+    }
+
+    func testErrorDetailIsSanitisedAndShort() {
+        let line = "X-Evil: \u{1B}[31m" + String(repeating: "z", count: 100)
+        do {
+            _ = try request("GET / HTTP/1.1\r\nHost: a\r\n\(line)\r\n\r\n")
+            XCTFail("expected an error")
+        } catch let error as WireError {
+            XCTAssertEqual(error.code, .badHeaderValue)
+            XCTAssertTrue(error.detail.contains("\\x1B"), error.detail)
+            XCTAssertFalse(error.detail.unicodeScalars.contains { $0.value < 0x20 }, error.detail)
+            XCTAssertLessThan(error.detail.utf8.count, 100)
+        } catch {
+            XCTFail("\(error)")
+        }
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class AirlockWireTestsPlaceholder: XCTestCase { func testNothing() {} }
