@@ -16,6 +16,8 @@
 #      DURATION REPS PATHS WARMUP THREADS CONNS PIN WORKERS ...: passed to the harness
 #      (its defaults: DURATION=10 REPS=2 PATHS="/small /1m.bin"); WORKERS also sets
 #      Airlock's --workers (default 1, like nginx worker_processes / haproxy nbthread).
+#      AIRLOCK_ARGS (default "--log-level warning": no per-request access records, as the
+#      peers run with access_log off; AIRLOCK_ARGS= measures with access logging on)
 #      PEERS="direct nginx haproxy"  SKIP_AIRLOCK=1 (peers only)  IDLE_CLIENTS=1000 (0: skip)
 #      RESULTS_DIR (default bench/results/<timestamp>)
 set -euo pipefail
@@ -32,6 +34,8 @@ source "$HARNESS/lib.sh"        # log die wait_port srv_pin tree_pids TMP_PREFIX
 
 AIRLOCK_BIN=${AIRLOCK_BIN:-$REPO/.build/release/airlock}
 case $AIRLOCK_BIN in /*) ;; *) AIRLOCK_BIN=$REPO/$AIRLOCK_BIN ;; esac
+AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
+read -ra airlock_args <<<"$AIRLOCK_ARGS"
 PEERS=${PEERS:-"direct nginx haproxy"}
 SKIP_AIRLOCK=${SKIP_AIRLOCK:-0}
 IDLE_CLIENTS=${IDLE_CLIENTS:-1000}
@@ -99,6 +103,7 @@ harness() {  # harness NAME NTARGETS [ENV=VAL...] -- TARGET...: one harness run 
 
 airlock_cmd() {  # airlock_cmd CONFIG -> a shell command line (OURS_CMD)
   printf '%q run --config %q --workers %q' "$AIRLOCK_BIN" "$1" "$WORKERS"
+  if [ ${#airlock_args[@]} -gt 0 ]; then printf ' %q' "${airlock_args[@]}"; fi
 }
 
 keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harness's dir
@@ -165,7 +170,7 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$IDLE_CLIENTS" -gt 0 ]; then
   nofile=$((IDLE_CLIENTS * 4 + 16384))   # client + upstream sides, with room to spare
   # shellcheck disable=SC2046
   ( ulimit -n "$nofile" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-    exec $(srv_pin) "$AIRLOCK_BIN" run --config "$GW_CONFIG" --workers "$WORKERS"
+    exec $(srv_pin) "$AIRLOCK_BIN" run --config "$GW_CONFIG" --workers "$WORKERS" "${airlock_args[@]}"
   ) </dev/null >"$RESULTS_DIR/idle-airlock.log" 2>&1 &
   idle_pid=$!
   up=0
@@ -195,7 +200,7 @@ fi
 airlock_version=skipped
 [ "$SKIP_AIRLOCK" = 1 ] || airlock_version=$("$AIRLOCK_BIN" --version 2>&1 | head -n 1)
 { cat "$RESULTS_DIR/peers/env.txt" 2>/dev/null || true
-  echo "airlock: $airlock_version ($AIRLOCK_BIN)  --workers $WORKERS"
+  echo "airlock: $airlock_version ($AIRLOCK_BIN)  --workers $WORKERS $AIRLOCK_ARGS"
 } >> "$RESULTS_DIR/env.txt"
 echo
 cat "$RESULTS_DIR/table.txt"
