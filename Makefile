@@ -1,0 +1,94 @@
+# Airlock: build, run, test and benchmark.
+#   make run     ARGS='--config x.yaml'   release build, then `airlock run ARGS`
+#   make test                             swift build + swift test (serial)
+#   make bench   [DURATION=.. REPS=.. PATHS=..]   loopback benchmark vs nginx/haproxy
+# `make setup` (a prerequisite of run/test/bench) installs the Debian packages the
+# build needs when they are missing (as root), or prints the command to run.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+SWIFT   ?= swift
+SHARED  ?= $(abspath $(CURDIR)/../shared)
+ARGS    ?=
+FILE    ?=
+APT_PKGS := libevent-dev libssl-dev pkg-config curl openssl
+RELEASE_BIN := .build/release/airlock
+DEBUG_BIN   := .build/debug/airlock
+
+.PHONY: help setup check-swift build release run test bench bench-setup check-config require-file clean
+
+help:
+	@echo "make setup                      install missing apt packages: $(APT_PKGS)"
+	@echo "make build | release            swift build (debug) | swift build -c release"
+	@echo "make run [ARGS='--config F']    release build, then $(RELEASE_BIN) run ARGS"
+	@echo "make test                       swift build, then swift test (serial)"
+	@echo "make bench [DURATION= REPS= PATHS=]   benchmark (needs root; SHARED=$(SHARED))"
+	@echo "make check-config FILE=F        validate a config file"
+	@echo "make clean                      remove .build"
+
+check-swift:
+	@command -v $(SWIFT) >/dev/null 2>&1 || { \
+	  echo "error: '$(SWIFT)' is not on PATH. Airlock needs the Swift 6.x toolchain for Linux;" >&2; \
+	  echo "       install it and add its usr/bin to PATH (e.g. export PATH=/opt/swift/usr/bin:\$$PATH)." >&2; \
+	  exit 1; }
+
+setup: check-swift
+	@command -v dpkg-query >/dev/null 2>&1 || { \
+	  echo "error: dpkg-query not found; this Makefile installs packages on Debian/Ubuntu only." >&2; \
+	  echo "       Install by hand: $(APT_PKGS)" >&2; exit 1; }
+	@missing=(); \
+	for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$$p"); \
+	done; \
+	if [ $${#missing[@]} -gt 0 ]; then \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "error: missing packages: $${missing[*]}. Install them with:" >&2; \
+	    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends $${missing[*]}" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "setup: installing $${missing[*]}"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get -o DPkg::Lock::Timeout=600 update; \
+	  apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "$${missing[@]}"; \
+	fi; \
+	pkg-config --exists libevent openssl || { \
+	  echo "error: pkg-config cannot find libevent and/or openssl (libevent-dev, libssl-dev)" >&2; exit 1; }; \
+	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl))"
+
+build: check-swift
+	$(SWIFT) build
+
+release: check-swift
+	$(SWIFT) build -c release
+
+run: setup release
+	$(RELEASE_BIN) run $(ARGS)
+
+# Integration tests run the debug `airlock` binary, so build everything first.
+# Serial on purpose: tests start real servers and the machines have 2 cores.
+test: setup
+	$(SWIFT) build
+	$(SWIFT) test --no-parallel
+
+bench-setup: setup
+	@[ -f "$(SHARED)/bench/setup.sh" ] || { \
+	  echo "error: shared bench harness not found at $(SHARED)/bench (set SHARED=...)" >&2; exit 1; }
+	@[ "$$(id -u)" -eq 0 ] || { \
+	  echo "error: make bench needs root: the shared harness installs wrk nginx haproxy tinyproxy squid" >&2; \
+	  echo "       with apt and chowns its server dirs to nobody. Run: sudo make bench" >&2; exit 1; }
+	bash "$(SHARED)/bench/setup.sh"
+
+bench: bench-setup release
+	SHARED="$(SHARED)" AIRLOCK_BIN="$(RELEASE_BIN)" bash bench/run.sh
+
+check-config: require-file release
+	$(RELEASE_BIN) check-config "$(FILE)"
+
+require-file:
+	@[ -n "$(FILE)" ] || { echo "usage: make check-config FILE=path/to/airlock.yaml" >&2; exit 2; }
+	@[ -f "$(FILE)" ] || { echo "error: $(FILE): no such file" >&2; exit 2; }
+
+clean:
+	rm -rf .build

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# bench/run.sh: benchmark Airlock against the peers with the shared loopback harness
+# ($SHARED/bench: run.sh, servers.sh, lib.sh). `make bench` runs it after setup and a
+# release build. Needs root (the harness chowns its server dirs and resets /proc counters).
+#
+# One run measures, all results in one directory:
+#   direct nginx haproxy   harness targets (upstream nginx itself, reverse proxies)   PEERS=...
+#   airlock-gw             Airlock as a gateway:       bench/gateway.yaml, 127.0.0.1:18501
+#   airlock-fwd            Airlock as a forward proxy: bench/forward.yaml, 127.0.0.1:18502
+#                          (wrk sends absolute-form requests for http://127.0.0.1:18080/...)
+# then prints one table (target, path, req/s, p50, p99, ratio to direct, RSS), and
+# finally holds IDLE_CLIENTS idle keep-alive connections on a gateway-mode Airlock and
+# reports its memory (bench/idle-rss.py).
+#
+# Env: SHARED (default ../shared)  AIRLOCK_BIN (default .build/release/airlock)
+#      DURATION REPS PATHS WARMUP THREADS CONNS PIN WORKERS ...: passed to the harness
+#      (its defaults: DURATION=10 REPS=2 PATHS="/small /1m.bin"); WORKERS also sets
+#      Airlock's --workers (default 1, like nginx worker_processes / haproxy nbthread).
+#      AIRLOCK_ARGS (default "--log-level warning": no per-request access records, as the
+#      peers run with access_log off; AIRLOCK_ARGS= measures with access logging on)
+#      PEERS="direct nginx haproxy"  SKIP_AIRLOCK=1 (peers only)  IDLE_CLIENTS=1000 (0: skip)
+#      RESULTS_DIR (default bench/results/<timestamp>)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED=${SHARED:-$REPO/../shared}
+if [ ! -f "$SHARED/bench/lib.sh" ] || [ ! -x "$SHARED/bench/run.sh" ]; then
+  echo "[bench] ERROR: shared bench harness not found in $SHARED/bench (set SHARED=...)" >&2
+  exit 1
+fi
+HARNESS=$(cd "$SHARED/bench" && pwd)
+# shellcheck source=/dev/null
+source "$HARNESS/lib.sh"        # log die wait_port srv_pin tree_pids TMP_PREFIX UP_PORT
+
+AIRLOCK_BIN=${AIRLOCK_BIN:-$REPO/.build/release/airlock}
+case $AIRLOCK_BIN in /*) ;; *) AIRLOCK_BIN=$REPO/$AIRLOCK_BIN ;; esac
+AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
+read -ra airlock_args <<<"$AIRLOCK_ARGS"
+PEERS=${PEERS:-"direct nginx haproxy"}
+SKIP_AIRLOCK=${SKIP_AIRLOCK:-0}
+IDLE_CLIENTS=${IDLE_CLIENTS:-1000}
+export PATHS=${PATHS:-"/small /1m.bin"}
+export WORKERS=${WORKERS:-1}
+GW_CONFIG=$REPO/bench/gateway.yaml;  GW_PORT=18501    # must match `listen` in the yaml
+FWD_CONFIG=$REPO/bench/forward.yaml; FWD_PORT=18502
+RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
+
+[ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it); e.g. sudo make bench"
+for tool in wrk nginx haproxy curl python3 taskset ss; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run 'bash $HARNESS/setup.sh' (or make bench)"
+done
+if [ "$SKIP_AIRLOCK" != 1 ]; then
+  [ -x "$AIRLOCK_BIN" ] || die "Airlock binary not found at $AIRLOCK_BIN: build it with 'make release' (or set AIRLOCK_BIN=...; SKIP_AIRLOCK=1 benchmarks the peers only)"
+  for cfg in "$GW_CONFIG" "$FWD_CONFIG"; do
+    out=$("$AIRLOCK_BIN" check-config "$cfg" 2>&1) || die "airlock check-config $cfg failed: $out"
+  done
+fi
+mkdir -p "$RESULTS_DIR"
+
+# Bound on one harness invocation: per run DURATION + quiet wait + slack, plus start/verify.
+n_paths=$(wc -w <<<"$PATHS")
+step_limit() {  # step_limit NTARGETS -> seconds
+  echo $(( $1 * (n_paths * ${REPS:-2} * (${DURATION:-10} + ${QUIET_WAIT:-90} + 45) + ${WARMUP:-2} + 120) ))
+}
+
+started_upstream=0
+idle_pid=""
+cleanup() {
+  local rc=$?
+  if [ -n "$idle_pid" ] && [ -d "/proc/$idle_pid" ]; then stop_pid "$idle_pid" airlock-idle; fi
+  if [ "$started_upstream" = 1 ]; then "$HARNESS/servers.sh" stop upstream || true; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stop_pid() {  # stop_pid PID NAME: SIGTERM, bounded wait (drain), then SIGKILL
+  local pid=$1 name=$2 i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+  if [ -d "/proc/$pid" ]; then
+    log "$name (pid $pid) still running 15 s after SIGTERM; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+# One upstream for all steps (each harness run would otherwise start and stop its own).
+if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
+  "$HARNESS/servers.sh" start upstream
+  started_upstream=1
+fi
+
+harness() {  # harness NAME NTARGETS [ENV=VAL...] -- TARGET...: one harness run into $RESULTS_DIR/NAME
+  local name=$1 ntargets=$2 rc=0; shift 2
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+  log "### $name: $* (results: $RESULTS_DIR/$name)"
+  env "${envs[@]}" RESULTS_DIR="$RESULTS_DIR/$name" \
+    timeout --foreground -k 30 "$(step_limit "$ntargets")" "$HARNESS/run.sh" "$@" || rc=$?
+  [ "$rc" = 0 ] || log "$name: harness exited with status $rc"
+}
+
+airlock_cmd() {  # airlock_cmd CONFIG -> a shell command line (OURS_CMD)
+  printf '%q run --config %q --workers %q' "$AIRLOCK_BIN" "$1" "$WORKERS"
+  if [ ${#airlock_args[@]} -gt 0 ]; then printf ' %q' "${airlock_args[@]}"; fi
+}
+
+keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harness's dir
+  local src="${TMP_PREFIX}-ours/stdout.log"
+  [ -f "$src" ] || return 0
+  { echo "# last 200 of $(wc -l <"$src") lines of $src"; tail -n 200 "$src"; } > "$RESULTS_DIR/$1/airlock-stdout-tail.log"
+}
+
+# shellcheck disable=SC2086
+harness peers "$(wc -w <<<"$PEERS")" -- $PEERS
+if [ "$SKIP_AIRLOCK" != 1 ]; then
+  harness airlock-gw 1 PORT=$GW_PORT MODE=reverse OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
+  keep_log airlock-gw
+  harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
+  keep_log airlock-fwd
+fi
+
+# ---- combined results: one TSV (harness columns), `ours` renamed per step ----
+TSV=$RESULTS_DIR/results.tsv
+printf 'target\tpath\trun\treq_s\tMiB_s\tp50_ms\tp99_ms\tsock_err\tnon2xx\tpeak_rss_MiB\tcpu_s\tup_cpu_s\twrk_cpu_s\tother_cpu_s\n' > "$TSV"
+add_rows() {  # add_rows STEP [RENAME]
+  local f=$RESULTS_DIR/$1/results.tsv rename=${2:-}
+  if [ ! -s "$f" ] || [ "$(wc -l <"$f")" -le 1 ]; then
+    printf '%s\t-\t-\tFAIL(no results)\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\n' "${rename:-$1}" >> "$TSV"; return 0
+  fi
+  awk -F'\t' -v OFS='\t' -v r="$rename" 'NR > 1 { if (r != "") $1 = r; print }' "$f" >> "$TSV"
+}
+add_rows peers
+if [ "$SKIP_AIRLOCK" != 1 ]; then add_rows airlock-gw airlock-gw; add_rows airlock-fwd airlock-fwd; fi
+"$HARNESS/report.sh" "$TSV" > "$RESULTS_DIR/table-full.txt"
+
+summary() {
+  awk -F'\t' '
+    NR == 1 { next }
+    { k = $1 SUBSEP $2
+      if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+      if ($4 !~ /^[0-9.]+$/) { if (!(k in cnt)) fail[k] = $4; next }
+      cnt[k]++; rps[k] += $4; p50[k] += $6; p99[k] += $7; if ($10 > rss[k]) rss[k] = $10
+      err[k] += $8 + $9
+      if ($1 == "direct") { dsum[$2] += $4; dcnt[$2]++ } }
+    END {
+      printf "%-12s %-8s %4s %9s %8s %8s %6s %8s %7s\n", "target", "path", "runs", "req/s", "p50_ms", "p99_ms", "ratio", "rss_MiB", "errors"
+      for (i = 1; i <= n; i++) {
+        k = order[i]; split(k, kp, SUBSEP)
+        if (!(k in cnt)) { printf "%-12s %-8s %4d %9s\n", kp[1], kp[2], 0, fail[k]; continue }
+        m = rps[k] / cnt[k]
+        ratio = (kp[2] in dcnt) ? sprintf("%.2f", m / (dsum[kp[2]] / dcnt[kp[2]])) : "-"
+        printf "%-12s %-8s %4d %9.0f %8.2f %8.2f %6s %8.1f %7d\n", kp[1], kp[2], cnt[k], m,
+          p50[k] / cnt[k], p99[k] / cnt[k], ratio, rss[k], err[k]
+      }
+      print "(req/s, p50, p99: mean over runs; ratio: req/s / direct req/s, same path;"
+      print " rss: peak RSS of the proxy process tree; errors: socket errors + non-2xx)"
+    }' "$TSV"
+}
+summary > "$RESULTS_DIR/table.txt"
+
+# ---- idle keep-alive clients on a gateway-mode Airlock ----
+idle_line=""
+if [ "$SKIP_AIRLOCK" != 1 ] && [ "$IDLE_CLIENTS" -gt 0 ]; then
+  log "### idle: $IDLE_CLIENTS keep-alive clients on Airlock (gateway, 127.0.0.1:$GW_PORT)"
+  if (exec 3<>"/dev/tcp/127.0.0.1/$GW_PORT") 2>/dev/null; then
+    die "port $GW_PORT is already in use"
+  fi
+  nofile=$((IDLE_CLIENTS * 4 + 16384))   # client + upstream sides, with room to spare
+  # shellcheck disable=SC2046
+  ( ulimit -n "$nofile" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+    exec $(srv_pin) "$AIRLOCK_BIN" run --config "$GW_CONFIG" --workers "$WORKERS" "${airlock_args[@]}"
+  ) </dev/null >"$RESULTS_DIR/idle-airlock.log" 2>&1 &
+  idle_pid=$!
+  up=0
+  for ((i = 0; i < 150; i++)); do   # bounded: until it listens, exits, or 15 s pass
+    [ -d "/proc/$idle_pid" ] || break
+    if (exec 3<>"/dev/tcp/127.0.0.1/$GW_PORT") 2>/dev/null; then up=1; break; fi
+    sleep 0.1
+  done
+  if [ "$up" = 1 ]; then
+    out=$(timeout -k 5 90 python3 "$REPO/bench/idle-rss.py" --port "$GW_PORT" --pid "$idle_pid" \
+            --clients "$IDLE_CLIENTS" --timeout 60 2>"$RESULTS_DIR/idle-rss.txt") || true
+    cat "$RESULTS_DIR/idle-rss.txt" >&2
+    echo "$out" >> "$RESULTS_DIR/idle-rss.txt"
+    if [[ $out =~ open=([0-9]+).*rss_mib=([0-9.]+)\ hwm_mib=([0-9.]+)\ baseline_rss_mib=([0-9.]+) ]]; then
+      idle_line="idle $IDLE_CLIENTS keep-alive clients: RSS ${BASH_REMATCH[2]} MiB (peak ${BASH_REMATCH[3]} MiB, before connecting ${BASH_REMATCH[4]} MiB; ${BASH_REMATCH[1]}/$IDLE_CLIENTS connections still open)"
+    else
+      idle_line="idle $IDLE_CLIENTS keep-alive clients: FAILED (see $RESULTS_DIR/idle-rss.txt)"
+    fi
+  else
+    log "Airlock (gateway) did not start for the idle test; log:"; tail -n 20 "$RESULTS_DIR/idle-airlock.log" >&2
+    idle_line="idle $IDLE_CLIENTS keep-alive clients: FAILED (Airlock did not start)"
+  fi
+  stop_pid "$idle_pid" airlock-idle; idle_pid=""
+  echo "$idle_line" >> "$RESULTS_DIR/table.txt"
+fi
+
+airlock_version=skipped
+[ "$SKIP_AIRLOCK" = 1 ] || airlock_version=$("$AIRLOCK_BIN" --version 2>&1 | head -n 1)
+{ cat "$RESULTS_DIR/peers/env.txt" 2>/dev/null || true
+  echo "airlock: $airlock_version ($AIRLOCK_BIN)  --workers $WORKERS $AIRLOCK_ARGS"
+} >> "$RESULTS_DIR/env.txt"
+echo
+cat "$RESULTS_DIR/table.txt"
+log "results: $RESULTS_DIR (table.txt, table-full.txt per run, results.tsv, peers/ airlock-gw/ airlock-fwd/)"
+if grep -q 'FAIL' "$RESULTS_DIR/results.tsv" || [[ $idle_line == *FAILED* ]]; then
+  log "some measurements failed (FAIL rows above)"; exit 1
+fi
