@@ -9,7 +9,22 @@ public final class EventLoop: @unchecked Sendable {
     private var wakeEvent: OpaquePointer?
     private var pending: [@Sendable () -> Void] = []
     private let lock = Mutex()
+    private let stopping = Locked(false)
     private var thread: pthread_t?
+    /// Streams written to during the current callback; flushed when it returns.
+    private var dirty: [Stream] = []
+
+    func markDirty(_ s: Stream) { dirty.append(s) }
+
+    /// Called after every callback this module dispatches: writes what was queued in one
+    /// go per stream, straight to the socket, without a round trip through epoll.
+    func flushDirty() {
+        while !dirty.isEmpty {
+            let batch = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for s in batch { s.flush() }
+        }
+    }
 
     public init(name: String) {
         IORuntime.setUp()
@@ -45,8 +60,15 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop()`.
     public func run() {
-        // A persistent event with no fd keeps the loop alive even with no connections.
-        event_base_loop(base, 0)
+        // One iteration at a time: every callback of the iteration queues its output, then
+        // all of it is written at once. Reads are batched before writes, so a peer woken
+        // by our first write finds the rest of the batch waiting.
+        // (A persistent event with no fd keeps the loop alive with no connections.)
+        stopping.withLock { $0 = false }
+        while !stopping.withLock({ $0 }) {
+            if event_base_loop(base, EVLOOP_ONCE) != 0 { break }
+            flushDirty()
+        }
     }
 
     /// Starts a dedicated thread that runs the loop.
@@ -63,6 +85,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Makes `run()` return after the current callbacks (thread-safe).
     public func stop() {
+        stopping.withLock { $0 = true }
         event_base_loopbreak(base)
     }
 
@@ -93,4 +116,12 @@ final class Mutex: @unchecked Sendable {
         defer { pthread_mutex_unlock(&m) }
         return try body()
     }
+}
+
+/// A value behind a `Mutex`.
+final class Locked<T>: @unchecked Sendable {
+    private var value: T
+    private let m = Mutex()
+    init(_ v: T) { value = v }
+    func withLock<R>(_ body: (inout T) -> R) -> R { m.withLock { body(&value) } }
 }

@@ -28,7 +28,12 @@ public final class Stream {
     /// While flushing and lingering the stream keeps itself alive; its owner is gone.
     private var selfRetain: Unmanaged<Stream>?
     private var onFlushed: (() -> Void)?
-    private let loop: EventLoop
+    fileprivate let loop: EventLoop
+    /// Plain TCP writes go straight to the socket when a callback returns (`flush`); the
+    /// bufferevent's write event is enabled only while a write could not complete.
+    private var connected: Bool
+    private var isDirty = false
+    private var writeEventOn = false
 
     private enum Closing {
         case open            // → .flushing or .closed
@@ -40,6 +45,7 @@ public final class Stream {
     /// Wraps an accepted, connected socket.
     public init(loop: EventLoop, fd: Int32) {
         self.loop = loop
+        connected = true
         bev = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
         installCallbacks()
     }
@@ -47,6 +53,7 @@ public final class Stream {
     /// Starts a non-blocking connect; `.connected` or an error event follows.
     public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration) throws {
         self.loop = loop
+        connected = false
         bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
         installCallbacks()
         var tv = timeout.timeval
@@ -71,7 +78,47 @@ public final class Stream {
     private func installCallbacks() {
         bufferevent_setcb(bev, streamReadCallback, streamWriteCallback, streamEventCallback,
                           Unmanaged.passUnretained(self).toOpaque())
-        bufferevent_enable(bev, airlock_ev_read() | airlock_ev_write())
+        // bufferevents start with writing enabled; ours write through (see flush()).
+        bufferevent_disable(bev, airlock_ev_write())
+        bufferevent_enable(bev, airlock_ev_read())
+    }
+
+    private func setWriteEvent(_ on: Bool) {
+        guard let b = bev, on != writeEventOn else { return }
+        writeEventOn = on
+        if on { bufferevent_enable(b, airlock_ev_write()) } else { bufferevent_disable(b, airlock_ev_write()) }
+    }
+
+    private func markDirty() {
+        if !isDirty && !writeEventOn {
+            isDirty = true
+            loop.markDirty(self)
+        }
+    }
+
+    /// Writes queued output to the socket now. What the kernel does not take waits for
+    /// the write event.
+    func flush() {
+        isDirty = false
+        guard let b = bev, closing == .open, connected, !writeEventOn else { return }
+        let out = bufferevent_get_output(b)
+        if evbuffer_get_length(out) == 0 { return }
+        let fd = bufferevent_getfd(b)
+        // A bufferevent keeps its output's start frozen; it thaws it around its own writes too.
+        evbuffer_unfreeze(out, 1)
+        let n = evbuffer_write(out, fd)
+        evbuffer_freeze(out, 1)
+        if n < 0 && errno != EAGAIN && errno != EINTR {
+            // Let the bufferevent meet the error on its own write and report it.
+            setWriteEvent(true)
+            return
+        }
+        if evbuffer_get_length(out) > 0 {
+            setWriteEvent(true)
+        } else {
+            // Drained at once: tell the delegate as the write callback would.
+            delegate?.streamWritable(self)
+        }
     }
 
     public var isOpen: Bool { closing == .open }
@@ -102,6 +149,7 @@ public final class Stream {
     public func moveInput(_ n: Int, to other: Stream) {
         guard let b = bev, let o = other.bev, n > 0 else { return }
         evbuffer_remove_buffer(bufferevent_get_input(b), bufferevent_get_output(o), n)
+        other.markDirty()
     }
 
     public func setReading(_ on: Bool) {
@@ -124,11 +172,13 @@ public final class Stream {
     public func write(_ bytes: [UInt8]) {
         guard let b = bev, !bytes.isEmpty else { return }
         bytes.withUnsafeBytes { _ = evbuffer_add(bufferevent_get_output(b), $0.baseAddress, $0.count) }
+        markDirty()
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard let b = bev, bytes.count > 0 else { return }
         _ = evbuffer_add(bufferevent_get_output(b), bytes.baseAddress, bytes.count)
+        markDirty()
     }
 
     /// The write callback fires when the output drains to `bytes` or below.
@@ -176,6 +226,7 @@ public final class Stream {
         delegate = nil
         bufferevent_setwatermark(b, airlock_ev_write(), 0, 0)
         bufferevent_disable(b, airlock_ev_read())
+        if connected && outputLength > 0 { setWriteEvent(true) }
         let t = Timer(loop: loop) { [unowned self] in self.close() }
         t.schedule(after: linger)
         lingerTimer = t
@@ -212,7 +263,9 @@ public final class Stream {
 
     fileprivate func onWrite() {
         switch closing {
-        case .open: delegate?.streamWritable(self)
+        case .open:
+            if outputLength == 0 { setWriteEvent(false) }
+            delegate?.streamWritable(self)
         case .flushing: if outputLength == 0 { startLingering() }
         case .lingering, .closed: break
         }
@@ -225,6 +278,7 @@ public final class Stream {
         }
         let ev: StreamEvent
         if what & airlock_bev_event_connected() != 0 {
+            connected = true
             ev = .connected
         } else if what & airlock_bev_event_timeout() != 0 {
             ev = what & airlock_bev_event_reading() != 0 ? .readTimeout : .writeTimeout
@@ -240,15 +294,21 @@ public final class Stream {
 
 private let streamReadCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, ctx in
     let s = Unmanaged<Stream>.fromOpaque(ctx!).takeUnretainedValue()
-    withExtendedLifetime(s) { s.onRead() }
+    withExtendedLifetime(s) {
+        s.onRead()
+    }
 }
 
 private let streamWriteCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, ctx in
     let s = Unmanaged<Stream>.fromOpaque(ctx!).takeUnretainedValue()
-    withExtendedLifetime(s) { s.onWrite() }
+    withExtendedLifetime(s) {
+        s.onWrite()
+    }
 }
 
 private let streamEventCallback: @convention(c) (OpaquePointer?, Int16, UnsafeMutableRawPointer?) -> Void = { _, what, ctx in
     let s = Unmanaged<Stream>.fromOpaque(ctx!).takeUnretainedValue()
-    withExtendedLifetime(s) { s.onEvent(what) }
+    withExtendedLifetime(s) {
+        s.onEvent(what)
+    }
 }
