@@ -31,16 +31,18 @@ let package = Package(
 
         // Pure modules: no I/O, no C.
         .target(name: "AirlockWire", swiftSettings: strict),
+        .target(name: "AirlockSerialization", dependencies: ["AirlockWire"], swiftSettings: strict),
+        .target(name: "AirlockSecurity", swiftSettings: strict),
 
         // The only module that touches C.
         .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL"], swiftSettings: strict),
 
-        .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
+        .target(name: "AirlockSession", dependencies: ["AirlockWire", "AirlockSecurity"], swiftSettings: strict),
 
         .target(
             name: "Airlock",
             dependencies: [
-                "AirlockWire", "AirlockIO", "AirlockSession",
+                "AirlockWire", "AirlockSerialization", "AirlockSecurity", "AirlockIO", "AirlockSession",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -59,6 +61,9 @@ let package = Package(
         .target(name: "AirlockTesting", dependencies: ["Airlock"], swiftSettings: strict),
 
         .testTarget(name: "AirlockWireTests", dependencies: ["AirlockWire"], swiftSettings: strict),
+        .testTarget(name: "AirlockSerializationTests", dependencies: ["AirlockSerialization"], swiftSettings: strict),
+        .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity"], swiftSettings: strict),
+        .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession"], swiftSettings: strict),
         .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockTesting"], swiftSettings: strict),
         .testTarget(
             name: "AirlockIntegrationTests",

@@ -1,0 +1,1 @@
+// Security policy arrives with the TLS work.

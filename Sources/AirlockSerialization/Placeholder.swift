@@ -1,0 +1,1 @@
+// Response validators arrive with the response-validation work.

@@ -1,0 +1,2 @@
+import XCTest
+final class SecurityPlaceholderTests: XCTestCase { func testModuleBuilds() {} }

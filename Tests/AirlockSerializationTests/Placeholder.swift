@@ -1,0 +1,2 @@
+import XCTest
+final class SerializationPlaceholderTests: XCTestCase { func testModuleBuilds() {} }
