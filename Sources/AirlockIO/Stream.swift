@@ -17,123 +17,146 @@ public protocol StreamDelegate: AnyObject {
     func stream(_ stream: Stream, event: StreamEvent)
 }
 
-/// A buffered TCP stream: one libevent bufferevent, its input and output evbuffers.
-/// Payload moves between streams with `moveInput(_:to:)`, which relinks evbuffer chains
-/// instead of copying bytes.
+/// A buffered, non-blocking TCP stream: a socket, an input and an output evbuffer, and
+/// two libevent events. Payload moves between streams with `moveInput(_:to:)`, which
+/// relinks evbuffer chains instead of copying bytes.
+///
+/// Output is written through: what a loop iteration queues is written straight to the
+/// socket when the iteration ends (`flush`), and the write event is armed only while the
+/// kernel does not take everything. Reads go into reserved evbuffer space with one recv,
+/// no FIONREAD probe.
 public final class Stream {
-    private var bev: OpaquePointer?
     public unowned(unsafe) var delegate: (any StreamDelegate)?
-    private var closing: Closing = .open
+    fileprivate let loop: EventLoop
+    private var fd: Int32
+    private let input: OpaquePointer
+    private let output: OpaquePointer
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    private var state: State
+    private var wantRead = true            // the owner wants input
+    private var readArmed = false          // the read event is added
+    private var writeArmed = false         // the write event is added
+    private var isDirty = false
+    private var readTimeout: Duration?
+    private var writeTimeout: Duration?
+    private var readHighWatermark = Int.max
+    private var writeLowWatermark = 0
     private var lingerTimer: Timer?
     /// While flushing and lingering the stream keeps itself alive; its owner is gone.
     private var selfRetain: Unmanaged<Stream>?
     private var onFlushed: (() -> Void)?
-    fileprivate let loop: EventLoop
-    /// Plain TCP writes go straight to the socket when a callback returns (`flush`); the
-    /// bufferevent's write event is enabled only while a write could not complete.
-    private var connected: Bool
-    private var isDirty = false
-    private var writeEventOn = false
+    private var pendingConnectError: Int32 = 0
 
-    private enum Closing {
-        case open            // → .flushing or .closed
+    private enum State {
+        case connecting      // → .open or .closed
+        case open            // → .flushing, .eof or .closed
+        case eof             // peer closed its side; output may still go → .closed
         case flushing        // output draining, then shutdown(SHUT_WR) → .lingering
         case lingering       // reading and discarding until EOF or timeout → .closed
         case closed          // final
     }
 
-    /// Wraps an accepted, connected socket.
+    static let readChunk = 32 * 1024
+
+    /// Wraps an accepted, connected, non-blocking socket.
     public init(loop: EventLoop, fd: Int32) {
         self.loop = loop
-        connected = true
-        bev = bufferevent_socket_new(loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-        installCallbacks()
+        self.fd = fd
+        input = evbuffer_new()
+        output = evbuffer_new()
+        state = .open
+        makeEvents()
+        updateReadEvent()
     }
 
-    /// Starts a non-blocking connect; `.connected` or an error event follows.
+    /// Starts a non-blocking connect; `.connected` or an error event follows (never
+    /// before this initializer returns). `timeout` bounds the connect.
     public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration) throws {
         self.loop = loop
-        connected = false
-        bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-        installCallbacks()
-        var tv = timeout.timeval
-        bufferevent_set_timeouts(bev, &tv, &tv)
-        let rc = address.withSockaddr { sa, len in bufferevent_socket_connect(bev, sa, Int32(len)) }
-        if rc != 0 {
-            let e = IOError.errno(.connect, "connect \(address)")
-            bufferevent_free(bev)
-            bev = nil
-            closing = .closed
-            throw e
+        input = evbuffer_new()
+        output = evbuffer_new()
+        state = .connecting
+        fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            evbuffer_free(input)
+            evbuffer_free(output)
+            throw IOError.errno(.socket, "socket")
         }
         var one: Int32 = 1
-        let fd = bufferevent_getfd(bev)
-        if fd >= 0 { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if rc != 0 && errno != EINPROGRESS {
+            pendingConnectError = errno
+        }
+        makeEvents()
+        // Completion (or an immediate failure) is reported from the loop, never re-entrantly.
+        writeTimeout = timeout
+        armWrite(true)
+        if pendingConnectError != 0 || rc == 0 { event_active(writeEvent, Int32(airlock_ev_write()), 0) }
     }
 
     deinit {
-        if let b = bev { bufferevent_free(b) }
+        if let e = readEvent { event_free(e) }
+        if let e = writeEvent { event_free(e) }
+        if fd >= 0 { Glibc.close(fd) }
+        evbuffer_free(input)
+        evbuffer_free(output)
     }
 
-    private func installCallbacks() {
-        bufferevent_setcb(bev, streamReadCallback, streamWriteCallback, streamEventCallback,
-                          Unmanaged.passUnretained(self).toOpaque())
-        // bufferevents start with writing enabled; ours write through (see flush()).
-        bufferevent_disable(bev, airlock_ev_write())
-        bufferevent_enable(bev, airlock_ev_read())
+    private func makeEvents() {
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(loop.base, fd, airlock_ev_read() | airlock_ev_persist(), streamReadCallback, ctx)
+        writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
     }
 
-    private func setWriteEvent(_ on: Bool) {
-        guard let b = bev, on != writeEventOn else { return }
-        writeEventOn = on
-        if on { bufferevent_enable(b, airlock_ev_write()) } else { bufferevent_disable(b, airlock_ev_write()) }
-    }
+    public var isOpen: Bool { state == .open || state == .eof || state == .connecting }
 
-    private func markDirty() {
-        if !isDirty && !writeEventOn {
-            isDirty = true
-            loop.markDirty(self)
-        }
-    }
+    // MARK: event arming
 
-    /// Writes queued output to the socket now. What the kernel does not take waits for
-    /// the write event.
-    func flush() {
-        isDirty = false
-        guard let b = bev, closing == .open, connected, !writeEventOn else { return }
-        let out = bufferevent_get_output(b)
-        if evbuffer_get_length(out) == 0 { return }
-        let fd = bufferevent_getfd(b)
-        // A bufferevent keeps its output's start frozen; it thaws it around its own writes too.
-        evbuffer_unfreeze(out, 1)
-        let n = evbuffer_write(out, fd)
-        evbuffer_freeze(out, 1)
-        if n < 0 && errno != EAGAIN && errno != EINTR {
-            // Let the bufferevent meet the error on its own write and report it.
-            setWriteEvent(true)
-            return
-        }
-        if evbuffer_get_length(out) > 0 {
-            setWriteEvent(true)
+    private func add(_ ev: OpaquePointer?, _ timeout: Duration?) {
+        if let t = timeout {
+            var tv = t.timeval
+            event_add(ev, &tv)
         } else {
-            // Drained at once: tell the delegate as the write callback would.
-            delegate?.streamWritable(self)
+            event_add(ev, nil)
         }
     }
 
-    public var isOpen: Bool { closing == .open }
+    /// The read event is armed while the owner wants input, the input is under its high
+    /// watermark, and the peer has not closed (or while lingering).
+    private func updateReadEvent() {
+        let should: Bool
+        switch state {
+        case .open: should = wantRead && evbuffer_get_length(input) < readHighWatermark
+        case .lingering: should = true
+        case .connecting, .eof, .flushing, .closed: should = false
+        }
+        if should && !readArmed {
+            readArmed = true
+            add(readEvent, state == .lingering ? nil : readTimeout)
+        } else if !should && readArmed {
+            readArmed = false
+            event_del(readEvent)
+        }
+    }
+
+    private func armWrite(_ on: Bool) {
+        if on && !writeArmed {
+            writeArmed = true
+            add(writeEvent, writeTimeout)
+        } else if !on && writeArmed {
+            writeArmed = false
+            event_del(writeEvent)
+        }
+    }
 
     // MARK: input
 
-    public var inputLength: Int {
-        guard let b = bev else { return 0 }
-        return evbuffer_get_length(bufferevent_get_input(b))
-    }
+    public var inputLength: Int { evbuffer_get_length(input) }
 
     /// Calls `body` with the first `min(max, inputLength)` input bytes made contiguous.
     public func withInput<R, E: Error>(max: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        guard let b = bev else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        let input = bufferevent_get_input(b)
         let n = Swift.min(max, evbuffer_get_length(input))
         if n == 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         let p = evbuffer_pullup(input, n)
@@ -141,72 +164,109 @@ public final class Stream {
     }
 
     public func drainInput(_ n: Int) {
-        guard let b = bev, n > 0 else { return }
-        evbuffer_drain(bufferevent_get_input(b), n)
+        guard n > 0 else { return }
+        evbuffer_drain(input, n)
+        if !readArmed { updateReadEvent() }
     }
 
     /// Moves `n` input bytes to `other`'s output without copying where possible.
     public func moveInput(_ n: Int, to other: Stream) {
-        guard let b = bev, let o = other.bev, n > 0 else { return }
-        evbuffer_remove_buffer(bufferevent_get_input(b), bufferevent_get_output(o), n)
+        guard n > 0 else { return }
+        evbuffer_remove_buffer(input, other.output, n)
         other.markDirty()
+        if !readArmed { updateReadEvent() }
     }
 
     public func setReading(_ on: Bool) {
-        guard let b = bev, closing == .open else { return }
-        if on { bufferevent_enable(b, airlock_ev_read()) } else { bufferevent_disable(b, airlock_ev_read()) }
+        wantRead = on
+        updateReadEvent()
     }
 
-    /// libevent stops reading from the socket while the input holds `bytes` or more.
+    /// Reading pauses while the input holds `bytes` or more.
     public func setReadHighWatermark(_ bytes: Int) {
-        bufferevent_setwatermark(bev, airlock_ev_read(), 0, bytes)
+        readHighWatermark = bytes
+        updateReadEvent()
     }
 
     // MARK: output
 
-    public var outputLength: Int {
-        guard let b = bev else { return 0 }
-        return evbuffer_get_length(bufferevent_get_output(b))
-    }
+    public var outputLength: Int { evbuffer_get_length(output) }
 
     public func write(_ bytes: [UInt8]) {
-        guard let b = bev, !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { _ = evbuffer_add(bufferevent_get_output(b), $0.baseAddress, $0.count) }
+        guard !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
         markDirty()
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) {
-        guard let b = bev, bytes.count > 0 else { return }
-        _ = evbuffer_add(bufferevent_get_output(b), bytes.baseAddress, bytes.count)
+        guard bytes.count > 0 else { return }
+        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
         markDirty()
     }
 
     /// The write callback fires when the output drains to `bytes` or below.
-    public func setWriteLowWatermark(_ bytes: Int) {
-        bufferevent_setwatermark(bev, airlock_ev_write(), bytes, 0)
-    }
+    public func setWriteLowWatermark(_ bytes: Int) { writeLowWatermark = bytes }
 
     public func setTimeouts(read: Duration?, write: Duration?) {
-        guard let b = bev else { return }
-        var r = read?.timeval ?? timeval()
-        var w = write?.timeval ?? timeval()
-        withUnsafePointer(to: &r) { rp in
-            withUnsafePointer(to: &w) { wp in
-                _ = bufferevent_set_timeouts(b, read == nil ? nil : rp, write == nil ? nil : wp)
-            }
+        readTimeout = read
+        writeTimeout = write
+        if readArmed { add(readEvent, state == .lingering ? nil : readTimeout) }
+        if writeArmed { add(writeEvent, writeTimeout) }
+    }
+
+    private func markDirty() {
+        if !isDirty && !writeArmed && state != .connecting {
+            isDirty = true
+            loop.markDirty(self)
         }
+    }
+
+    /// Writes queued output to the socket now; what the kernel does not take waits for
+    /// the write event. Called by the loop at the end of each iteration.
+    func flush() {
+        isDirty = false
+        guard !writeArmed, fd >= 0 else { return }
+        switch state {
+        case .open, .eof, .flushing: break
+        case .connecting, .lingering, .closed: return
+        }
+        if evbuffer_get_length(output) == 0 { return }
+        writeOut()
+    }
+
+    /// One write attempt; arms or disarms the write event and reports progress.
+    private func writeOut() {
+        let n = evbuffer_write(output, fd)
+        if n < 0 && errno != EAGAIN && errno != EINTR {
+            let why = String(cString: strerror(errno))
+            armWrite(false)
+            fail(.error(why))
+            return
+        }
+        let left = evbuffer_get_length(output)
+        armWrite(left > 0)
+        if state == .flushing {
+            if left == 0 { startLingering() }
+            return
+        }
+        if left <= writeLowWatermark { delegate?.streamWritable(self) }
     }
 
     // MARK: closing
 
-    /// Frees the socket at once; unsent output is dropped.
+    /// Closes the socket at once; unsent output is dropped.
     public func close() {
-        closing = .closed
+        guard state != .closed else { return }
+        state = .closed
         lingerTimer?.cancel()
         lingerTimer = nil
-        if let b = bev {
-            bufferevent_free(b)
-            bev = nil
+        readArmed = false
+        writeArmed = false
+        if let e = readEvent { event_del(e) }
+        if let e = writeEvent { event_del(e) }
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
         }
         notifyFlushed()
         if let r = selfRetain {
@@ -219,30 +279,35 @@ public final class Stream {
     /// for up to `linger`, so an error response is not destroyed by a TCP reset.
     /// `onFlushed` runs once when the output has gone out (or the stream closed first).
     public func closeAfterFlush(linger: Duration = .seconds(2), onFlushed: (() -> Void)? = nil) {
-        guard closing == .open, let b = bev else { onFlushed?(); return }
+        guard state == .open || state == .eof, fd >= 0 else {
+            onFlushed?()
+            close()
+            return
+        }
         self.onFlushed = onFlushed
-        closing = .flushing
+        let peerClosed = state == .eof
+        state = .flushing
         selfRetain = Unmanaged.passRetained(self)
         delegate = nil
-        bufferevent_setwatermark(b, airlock_ev_write(), 0, 0)
-        bufferevent_disable(b, airlock_ev_read())
-        if connected && outputLength > 0 { setWriteEvent(true) }
         let t = Timer(loop: loop) { [unowned self] in self.close() }
         t.schedule(after: linger)
         lingerTimer = t
-        var tv = linger.timeval
-        bufferevent_set_timeouts(b, &tv, &tv)
-        if outputLength == 0 { startLingering() }
+        writeTimeout = linger
+        updateReadEvent()
+        if evbuffer_get_length(output) == 0 {
+            if peerClosed { close() } else { startLingering() }
+        } else if !writeArmed {
+            writeOut()
+        }
     }
 
     private func startLingering() {
         notifyFlushed()
-        guard let b = bev else { return }
-        closing = .lingering
-        let fd = bufferevent_getfd(b)
-        if fd >= 0 { shutdown(fd, Int32(SHUT_WR)) }
-        evbuffer_drain(bufferevent_get_input(b), evbuffer_get_length(bufferevent_get_input(b)))
-        bufferevent_enable(b, airlock_ev_read())
+        guard fd >= 0 else { return }
+        state = .lingering
+        shutdown(fd, Int32(SHUT_WR))
+        evbuffer_drain(input, evbuffer_get_length(input))
+        updateReadEvent()
     }
 
     private func notifyFlushed() {
@@ -252,63 +317,92 @@ public final class Stream {
         }
     }
 
-    fileprivate func onRead() {
-        switch closing {
-        case .open: delegate?.streamReadable(self)
-        case .lingering, .flushing:
-            if let b = bev { evbuffer_drain(bufferevent_get_input(b), evbuffer_get_length(bufferevent_get_input(b))) }
-        case .closed: break
-        }
-    }
-
-    fileprivate func onWrite() {
-        switch closing {
-        case .open:
-            if outputLength == 0 { setWriteEvent(false) }
-            delegate?.streamWritable(self)
-        case .flushing: if outputLength == 0 { startLingering() }
-        case .lingering, .closed: break
-        }
-    }
-
-    fileprivate func onEvent(_ what: Int16) {
-        if closing != .open {
+    private func fail(_ ev: StreamEvent) {
+        switch state {
+        case .open, .eof, .connecting:
+            state = .eof
+            updateReadEvent()
+            armWrite(false)
+            delegate?.stream(self, event: ev)
+        case .flushing, .lingering:
             close()
+        case .closed:
+            break
+        }
+    }
+
+    // MARK: callbacks
+
+    fileprivate func onReadable(_ what: Int16) {
+        if what & airlock_ev_timeout() != 0 {
+            if state == .lingering { close() } else { delegate?.stream(self, event: .readTimeout) }
             return
         }
-        let ev: StreamEvent
-        if what & airlock_bev_event_connected() != 0 {
-            connected = true
-            ev = .connected
-        } else if what & airlock_bev_event_timeout() != 0 {
-            ev = what & airlock_bev_event_reading() != 0 ? .readTimeout : .writeTimeout
-        } else if what & airlock_bev_event_eof() != 0 {
-            ev = .eof
+        var iov = iovec()
+        guard evbuffer_reserve_space(input, Self.readChunk, &iov, 1) >= 1 else { return }
+        let n = recv(fd, iov.iov_base, Swift.min(iov.iov_len, Self.readChunk), 0)
+        if n > 0 {
+            iov.iov_len = n
+            evbuffer_commit_space(input, &iov, 1)
         } else {
-            let err = Glibc.errno
-            ev = .error(String(cString: strerror(err)))
+            evbuffer_commit_space(input, nil, 0)
         }
-        delegate?.stream(self, event: ev)
+        if state == .lingering {
+            evbuffer_drain(input, evbuffer_get_length(input))
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { close() }
+            return
+        }
+        if n > 0 {
+            if evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
+            delegate?.streamReadable(self)
+        } else if n == 0 {
+            // Peer closed its side: stop reading; output may still be written.
+            state = .eof
+            updateReadEvent()
+            delegate?.stream(self, event: .eof)
+        } else if errno != EAGAIN && errno != EINTR {
+            fail(.error(String(cString: strerror(errno))))
+        }
+    }
+
+    fileprivate func onWritable(_ what: Int16) {
+        if state == .connecting {
+            var err: Int32 = pendingConnectError
+            if what & airlock_ev_timeout() != 0 {
+                armWrite(false)
+                state = .eof
+                delegate?.stream(self, event: .writeTimeout)
+                return
+            }
+            if err == 0 {
+                var len = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+            }
+            armWrite(false)
+            if err != 0 {
+                state = .eof
+                delegate?.stream(self, event: .error(String(cString: strerror(err))))
+                return
+            }
+            state = .open
+            updateReadEvent()
+            delegate?.stream(self, event: .connected)
+            return
+        }
+        if what & airlock_ev_timeout() != 0 {
+            if state == .flushing { close() } else { fail(.writeTimeout) }
+            return
+        }
+        writeOut()
     }
 }
 
-private let streamReadCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, ctx in
+private let streamReadCallback: @convention(c) (Int32, Int16, UnsafeMutableRawPointer?) -> Void = { _, what, ctx in
     let s = Unmanaged<Stream>.fromOpaque(ctx!).takeUnretainedValue()
-    withExtendedLifetime(s) {
-        s.onRead()
-    }
+    withExtendedLifetime(s) { s.onReadable(what) }
 }
 
-private let streamWriteCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, ctx in
+private let streamWriteCallback: @convention(c) (Int32, Int16, UnsafeMutableRawPointer?) -> Void = { _, what, ctx in
     let s = Unmanaged<Stream>.fromOpaque(ctx!).takeUnretainedValue()
-    withExtendedLifetime(s) {
-        s.onWrite()
-    }
-}
-
-private let streamEventCallback: @convention(c) (OpaquePointer?, Int16, UnsafeMutableRawPointer?) -> Void = { _, what, ctx in
-    let s = Unmanaged<Stream>.fromOpaque(ctx!).takeUnretainedValue()
-    withExtendedLifetime(s) {
-        s.onEvent(what)
-    }
+    withExtendedLifetime(s) { s.onWritable(what) }
 }
