@@ -18,8 +18,9 @@ public final class ConnectionPool<Connection: AnyObject> {
 
     /// Takes the most recently parked idle connection for `key`, if any.
     public func checkout(_ key: UpstreamKey) -> Connection? {
-        guard var list = idle[key], let c = list.popLast() else { return nil }
-        idle[key] = list.isEmpty ? nil : list
+        // Mutate in place: copying the list out of the dictionary would copy (and retain)
+        // every idle connection on each checkout.
+        guard let c = idle[key]?.popLast() else { return nil }
         stats.reused += 1
         return c
     }
@@ -32,28 +33,24 @@ public final class ConnectionPool<Connection: AnyObject> {
             stats.evicted += 1
             return connection
         }
-        var list = idle[key, default: []]
-        list.append(connection)
+        idle[key, default: []].append(connection)
         stats.parked += 1
-        var evicted: Connection?
-        if list.count > maxIdlePerKey {
-            evicted = list.removeFirst()
-            stats.evicted += 1
-        }
-        idle[key] = list
-        return evicted
+        guard idle[key]!.count > maxIdlePerKey else { return nil }
+        stats.evicted += 1
+        return idle[key]!.removeFirst()
     }
 
     /// Forgets an idle connection (it closed, timed out or misbehaved). Returns whether it was parked.
     @discardableResult
     public func remove(_ connection: Connection, key: UpstreamKey) -> Bool {
-        guard var list = idle[key], let i = list.firstIndex(where: { $0 === connection }) else { return false }
-        list.remove(at: i)
-        idle[key] = list.isEmpty ? nil : list
+        guard let i = idle[key]?.firstIndex(where: { $0 === connection }) else { return false }
+        idle[key]!.remove(at: i)
         return true
     }
 
     public func idleCount(for key: UpstreamKey) -> Int { idle[key]?.count ?? 0 }
+    // Emptied lists stay in the dictionary: keys are few (one per upstream) and keeping
+    // them avoids re-allocating the list on every park.
 
     public var idleCount: Int { idle.values.reduce(0) { $0 + $1.count } }
 
