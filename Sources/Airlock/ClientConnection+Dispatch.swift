@@ -43,7 +43,8 @@ extension ClientConnection: UpstreamOwner {
         }
         exchange = ex
         state = .forwarding
-        ex.upstreamHead = ForwardingHeads.request(req, key: key, framing: ex.requestOut, viaToken: worker.context.viaToken)
+        ex.upstreamHead = ForwardingHeads.request(req, key: key, framing: ex.requestOut, viaToken: worker.context.viaToken,
+                                                  viaToken11: worker.context.via11)
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)

@@ -7,11 +7,11 @@ import Logging
 extension ClientConnection {
     /// Answers with `e`'s status and JSON body. Keeps the connection only when the request
     /// was fully read and the error does not make the connection untrustworthy.
-    func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: String, request: RequestHead? = nil) {
+    func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
         let req = ex?.request ?? request
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
         let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && !drainRequested
-        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID), keepAlive: keepAlive))
+        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))
         logError(e, ex, requestID: requestID, request: req)
         if let ex {
             ex.responseStatus = e.status
@@ -39,9 +39,9 @@ extension ClientConnection {
         respondError(e, exchange: ex, requestID: ex.id)
     }
 
-    func logError(_ e: GatewayError, _ ex: Exchange?, requestID: String? = nil, request: RequestHead? = nil) {
+    func logError(_ e: GatewayError, _ ex: Exchange?, requestID: RequestID? = nil, request: RequestHead? = nil) {
         var md: Logger.Metadata = [
-            "request_id": .string(requestID ?? ex?.id ?? "-"),
+            "request_id": .string((requestID ?? ex?.id)?.description ?? "-"),
             "status": .stringConvertible(e.status),
             "error": .string(e.reason),
             "source": .string(e.source.rawValue),
@@ -67,11 +67,11 @@ extension ClientConnection {
                   duration: ex.durationMillis, complete: complete, exchange: ex)
     }
 
-    func logAccess(requestID: String, request: RequestHead?, route: String?, status: Int, upstream: String?,
+    func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: String?,
                    bytesIn: UInt64, bytesOut: UInt64, duration: Double, complete: Bool, exchange ex: Exchange? = nil) {
         guard logger.logLevel <= .info else { return }
         var md: Logger.Metadata = [
-            "request_id": .string(requestID),
+            "request_id": .stringConvertible(requestID),
             "status": .stringConvertible(status),
             "bytes_in": .stringConvertible(bytesIn),
             "bytes_out": .stringConvertible(bytesOut),

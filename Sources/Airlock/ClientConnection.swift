@@ -6,7 +6,7 @@ import Logging
 /// One client connection: reads a request head, routes it, relays the exchange with its
 /// upstream, and goes back for the next head (keep-alive, pipelining). Lives on one worker.
 final class ClientConnection: StreamDelegate {
-    unowned let worker: Worker
+    unowned(unsafe) let worker: Worker   // the worker outlives its connections
     let stream: Stream
     let peer: SocketAddress
     var state: State = .awaitingHead

@@ -13,7 +13,7 @@ enum OutFraming: Equatable {
 /// Per-request state that travels through every phase (parse, route, connect, relay, log):
 /// one typed context, as Pingora's CTX.
 final class Exchange {
-    let id: String
+    let id: RequestID
     let request: RequestHead
     let route: RouteConfig
     let key: UpstreamKey
@@ -46,7 +46,7 @@ final class Exchange {
     var bytesOut: UInt64 = 0
     var clientKeepAlive = true
 
-    init(id: String, request: RequestHead, route: RouteConfig, key: UpstreamKey, limits: WireLimits) {
+    init(id: RequestID, request: RequestHead, route: RouteConfig, key: UpstreamKey, limits: WireLimits) {
         self.id = id
         self.request = request
         self.route = route

@@ -21,11 +21,12 @@ enum ForwardingHeads {
     }
 
     /// The request head sent upstream.
-    static func request(_ req: RequestHead, key: UpstreamKey, framing: OutFraming, viaToken: String) -> [UInt8] {
+    static func request(_ req: RequestHead, key: UpstreamKey, framing: OutFraming, viaToken: String,
+                        viaToken11: String) -> [UInt8] {
         var w = HeadWriter(capacity: 256 + req.headers.count * 48)
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field(name: "Host", value: authority(key))
-        let tokens = req.headers.tokens(.connection) + req.headers.tokens(.proxyConnection)
+        let tokens = connectionTokens(req.headers)
         var via: String?
         for i in 0..<req.headers.count {
             switch req.headers.known(at: i) {
@@ -39,7 +40,7 @@ enum ForwardingHeads {
             if HopByHop.isHopByHop(req.headers, at: i, connectionTokens: tokens) { continue }
             w.field(from: req.headers, at: i)
         }
-        let ours = "\(req.version == .http10 ? "1.0" : "1.1") \(viaToken)"
+        let ours = req.version == .http10 ? "1.0 \(viaToken)" : viaToken11
         w.field(name: "Via", value: via.map { "\($0), \(ours)" } ?? ours)
         switch (framing, req.framing) {
         case (.length, .length(let n)): w.field(name: "Content-Length", value: String(n))
@@ -49,6 +50,12 @@ enum ForwardingHeads {
         }
         w.end()
         return w.bytes
+    }
+
+    /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration).
+    static func connectionTokens(_ h: HTTPHeaders) -> [String] {
+        guard h.contains(.connection) || h.contains(.proxyConnection) else { return [] }
+        return h.tokens(.connection) + h.tokens(.proxyConnection)
     }
 
     static func methodExpectsBody(_ m: AirlockWire.Method) -> Bool {
@@ -72,7 +79,7 @@ enum ForwardingHeads {
                          requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion) -> [UInt8] {
         var w = HeadWriter(capacity: 256 + resp.headers.count * 48)
         w.statusLine(status: resp.status, reason: resp.reason)
-        let tokens = resp.headers.tokens(.connection) + resp.headers.tokens(.proxyConnection)
+        let tokens = connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
             let known = resp.headers.known(at: i)
             // A HEAD response's Content-Length describes the GET body: keep it as sent.

@@ -7,10 +7,21 @@ struct GatewayContext: Sendable {
     let logger: Logger
     /// The `Via` pseudonym of this process; seeing it on an incoming request means a loop.
     let viaToken: String
+    /// The `Via` element this gateway adds to HTTP/1.1 requests ("1.1 <token>"), built once.
+    let via11: String
     /// The bound listen address (its real port when the configuration said 0).
     let listenAddress: SocketAddress
     /// A random prefix that makes request ids unique across restarts.
     let idPrefix: String
+
+    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String) {
+        self.config = config
+        self.logger = logger
+        self.viaToken = viaToken
+        self.via11 = "1.1 \(viaToken)"
+        self.listenAddress = listenAddress
+        self.idPrefix = idPrefix
+    }
 
     /// True when `address` is this gateway's own listener.
     func isSelf(_ address: SocketAddress) -> Bool {

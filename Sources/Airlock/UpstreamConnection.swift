@@ -15,7 +15,7 @@ final class UpstreamConnection: StreamDelegate {
     let stream: Stream
     let key: UpstreamKey
     let address: SocketAddress
-    unowned let worker: Worker
+    unowned(unsafe) let worker: Worker   // the worker outlives its connections
     weak var owner: (any UpstreamOwner)?
     private(set) var state: State = .connecting
     private(set) var exchanges = 0

@@ -72,9 +72,10 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         }
     }
 
-    func nextRequestID() -> String {
+    /// Formatted only when something prints it (an error body, a log record).
+    func nextRequestID() -> RequestID {
         requestCounter &+= 1
-        return "\(context.idPrefix)-\(index)-\(String(requestCounter, radix: 16))"
+        return RequestID(prefix: context.idPrefix, worker: index, serial: requestCounter)
     }
 
     // MARK: upstream pool

@@ -15,6 +15,15 @@ public struct HeadWriter: Sendable {
     public mutating func requestLine(method: Method, target: String) {
         appendToken(method.name)
         bytes.append(ByteClass.sp)
+        if target.utf8.allSatisfy({ $0 > ByteClass.sp && $0 != 0x7F }) {
+            bytes.append(contentsOf: target.utf8)
+        } else {
+            appendTarget(target)
+        }
+        appendASCII(" HTTP/1.1\r\n")
+    }
+
+    private mutating func appendTarget(_ target: String) {
         for b in target.utf8 {
             if b == ByteClass.sp {
                 bytes.append(contentsOf: [0x25, 0x32, 0x30])
@@ -22,7 +31,6 @@ public struct HeadWriter: Sendable {
                 bytes.append(b)
             }
         }
-        appendASCII(" HTTP/1.1\r\n")
     }
 
     /// "HTTP/1.1 200 OK\r\n". A status outside 100...999 is clamped into it.
@@ -48,12 +56,24 @@ public struct HeadWriter: Sendable {
 
     /// Copies field `i` of `headers` byte for byte, with no String in between.
     public mutating func field(from headers: HTTPHeaders, at i: Int) {
+        // Parsed fields are already valid: check with a scan and copy in bulk; only a field
+        // that fails the check (one built by hand) takes the byte-by-byte sanitising path.
         headers.withNameBytes(at: i) { name in
-            for b in name where ByteClass.isTchar(b) { bytes.append(b) }
+            if name.allSatisfy(ByteClass.isTchar) {
+                bytes.append(contentsOf: name)
+            } else {
+                for b in name where ByteClass.isTchar(b) { bytes.append(b) }
+            }
         }
         bytes.append(ByteClass.colon)
         bytes.append(ByteClass.sp)
-        headers.withValueBytes(at: i) { appendValue($0) }
+        headers.withValueBytes(at: i) { value in
+            if value.allSatisfy(ByteClass.isFieldValueByte) {
+                bytes.append(contentsOf: value)
+            } else {
+                appendValue(value)
+            }
+        }
         appendCRLF()
     }
 
