@@ -79,6 +79,15 @@ extension ClientConnection: UpstreamOwner {
 
     func connectUpstream(_ ex: Exchange) {
         ex.attempts += 1
+        if let u = attachedUpstream {
+            attachedUpstream = nil
+            if u.state == .idle && u.key == ex.key {
+                attach(u, to: ex)
+                sendRequestHead(ex)
+                return
+            }
+            if u.state == .idle { worker.park(u) }
+        }
         if let pooled = worker.pool.checkout(ex.key) {
             attach(pooled, to: ex)
             sendRequestHead(ex)

@@ -195,7 +195,14 @@ extension ClientConnection {
             ex.upstream = nil
             let reusable = upstreamReusable && (ex.response?.keepAlive ?? false) && ex.requestBodyDone
                 && u.stream.inputLength == 0 && u.stream.outputLength == 0
-            if reusable { worker.park(u) } else { u.close() }
+            if !reusable {
+                u.close()
+            } else if ex.clientKeepAlive && !drainRequested {
+                u.becomeIdleAttached()
+                attachedUpstream = u
+            } else {
+                worker.park(u)
+            }
         }
         logAccess(ex, status: ex.responseStatus, complete: true)
         exchange = nil

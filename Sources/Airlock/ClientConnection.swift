@@ -15,6 +15,8 @@ final class ClientConnection: StreamDelegate {
     var timerMode: TimerMode = .idle
     var exchange: Exchange?
     var drainRequested = false
+    /// The upstream connection that served this client's last exchange, kept for its next one.
+    var attachedUpstream: UpstreamConnection?
 
     enum State {
         case awaitingHead   // → .forwarding or .closed
@@ -36,9 +38,10 @@ final class ClientConnection: StreamDelegate {
         self.scanner = HeadScanner(kind: .request, limits: worker.wireLimits)
         stream.delegate = self
         stream.setReadHighWatermark(max(Self.readHighWatermark, worker.limits.headerBytes + 4))
-        stream.setTimeouts(read: nil, write: worker.limits.idleTimeout)
+        // Keep-alive idleness is the read timeout (re-armed by libevent on every read);
+        // the header timer runs only while a request head is incomplete.
+        stream.setTimeouts(read: worker.limits.idleTimeout, write: worker.limits.idleTimeout)
         timer = Timer(loop: worker.loop) { [unowned self] in self.timerFired() }
-        armIdleTimer()
     }
 
     var limits: LimitsConfig { worker.limits }
@@ -46,21 +49,20 @@ final class ClientConnection: StreamDelegate {
 
     // MARK: timers
 
+    /// Back to waiting for a head: the header timer starts with its first byte.
     func armIdleTimer() {
-        timerMode = .idle
-        timer.schedule(after: limits.idleTimeout)
+        if timerMode == .header {
+            timerMode = .idle
+            timer.cancel()
+        }
     }
 
     private func timerFired() {
         guard state == .awaitingHead else { return }
-        if timerMode == .header || stream.inputLength > 0 {
-            let e = GatewayError(.headerTimeout, status: 408,
-                                 message: "the request head did not arrive within \(limits.headerTimeout)",
-                                 source: .client, mustClose: true)
-            respondError(e, exchange: nil, requestID: worker.nextRequestID())
-        } else {
-            close()
-        }
+        let e = GatewayError(.headerTimeout, status: 408,
+                             message: "the request head did not arrive within \(limits.headerTimeout)",
+                             source: .client, mustClose: true)
+        respondError(e, exchange: nil, requestID: worker.nextRequestID())
     }
 
     // MARK: StreamDelegate
@@ -85,8 +87,10 @@ final class ClientConnection: StreamDelegate {
     func stream(_ s: Stream, event: StreamEvent) {
         switch state {
         case .awaitingHead:
+            if event == .readTimeout && stream.inputLength > 0 { return }   // the header timer decides
             close()
         case .forwarding:
+            if event == .readTimeout { return }   // the upstream's timeouts govern an exchange
             clientAborted(event)
         case .closed:
             break
@@ -124,7 +128,7 @@ final class ClientConnection: StreamDelegate {
             }
             stream.drainInput(n)
             scanner.reset()
-            timer.cancel()
+            armIdleTimer()
             switch parsed {
             case .success(let head): dispatch(head)
             case .failure(let e): respondError(GatewayError(wire: e), exchange: nil, requestID: worker.nextRequestID())
@@ -140,13 +144,23 @@ final class ClientConnection: StreamDelegate {
     }
 
     func abort() {
+        attachedUpstream?.close()
+        attachedUpstream = nil
         if let u = exchange?.upstream { u.close() }
         exchange = nil
         close()
     }
 
+    /// Hands the kept upstream connection back to the worker's pool.
+    func releaseAttachedUpstream() {
+        guard let u = attachedUpstream else { return }
+        attachedUpstream = nil
+        if u.state == .idle { worker.park(u) }
+    }
+
     func close() {
         guard state != .closed else { return }
+        releaseAttachedUpstream()
         state = .closed
         timer.cancel()
         stream.close()
@@ -156,6 +170,7 @@ final class ClientConnection: StreamDelegate {
     /// Flush what is queued (an error or a final response), then close.
     func closeAfterFlush() {
         guard state != .closed else { return }
+        releaseAttachedUpstream()
         state = .closed
         timer.cancel()
         let w = worker

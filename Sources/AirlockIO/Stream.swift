@@ -208,6 +208,7 @@ public final class Stream {
     public func setWriteLowWatermark(_ bytes: Int) { writeLowWatermark = bytes }
 
     public func setTimeouts(read: Duration?, write: Duration?) {
+        if read == readTimeout && write == writeTimeout { return }
         readTimeout = read
         writeTimeout = write
         if readArmed { add(readEvent, state == .lingering ? nil : readTimeout) }
