@@ -43,8 +43,6 @@ extension ClientConnection: UpstreamOwner {
         }
         exchange = ex
         state = .forwarding
-        ex.upstreamHead = ForwardingHeads.request(req, key: key, framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                                  viaToken11: worker.context.via11)
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)
@@ -148,7 +146,11 @@ extension ClientConnection: UpstreamOwner {
 
     private func sendRequestHead(_ ex: Exchange) {
         guard let u = ex.upstream else { return }
-        u.stream.write(ex.upstreamHead)
+        // Serialized into the worker's reusable writer, straight from the parsed model.
+        worker.headWriter.reset()
+        ForwardingHeads.request(ex.request, key: ex.key, framing: ex.requestOut, viaToken: worker.context.viaToken,
+                                viaToken11: worker.context.via11, into: &worker.headWriter)
+        worker.headWriter.withBytes { u.stream.write($0) }
         pumpRequestBody()
     }
 

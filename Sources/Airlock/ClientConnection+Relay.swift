@@ -115,9 +115,11 @@ extension ClientConnection {
         ex.responseDecoder = BodyDecoder(framing: framing)
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
         ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && ex.responseOut != .close && ex.requestBodyDone
-        stream.write(ForwardingHeads.response(head, framing: framing, out: ex.responseOut,
-                                              requestMethod: ex.request.method, keepAlive: ex.clientKeepAlive,
-                                              clientVersion: ex.request.version))
+        worker.headWriter.reset()
+        ForwardingHeads.response(head, framing: framing, out: ex.responseOut, requestMethod: ex.request.method,
+                                 keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
+                                 into: &worker.headWriter)
+        worker.headWriter.withBytes { stream.write($0) }
         ex.responseHeadSent = true
         pumpResponseBody()
     }

@@ -20,7 +20,6 @@ final class Exchange {
     let started: UInt64
 
     // request side
-    var upstreamHead: [UInt8] = []
     var requestDecoder: BodyDecoder
     var requestOut: OutFraming
     var requestBodyDone = false

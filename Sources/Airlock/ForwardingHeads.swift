@@ -22,8 +22,7 @@ enum ForwardingHeads {
 
     /// The request head sent upstream.
     static func request(_ req: RequestHead, key: UpstreamKey, framing: OutFraming, viaToken: String,
-                        viaToken11: String) -> [UInt8] {
-        var w = HeadWriter(capacity: 256 + req.headers.count * 48)
+                        viaToken11: String, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field(name: "Host", value: authority(key))
         let tokens = connectionTokens(req.headers)
@@ -49,13 +48,40 @@ enum ForwardingHeads {
         default: break
         }
         w.end()
-        return w.bytes
     }
 
     /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration).
     static func connectionTokens(_ h: HTTPHeaders) -> [String] {
-        guard h.contains(.connection) || h.contains(.proxyConnection) else { return [] }
+        var listsNames = false
+        for i in 0..<h.count {
+            let k = h.known(at: i)
+            guard k == .connection || k == .proxyConnection else { continue }
+            // "keep-alive" and "close" name nothing that is not already hop-by-hop.
+            if !h.withValueBytes(at: i, onlyKeepAliveOrClose) { listsNames = true; break }
+        }
+        guard listsNames else { return [] }
         return h.tokens(.connection) + h.tokens(.proxyConnection)
+    }
+
+    /// True when a Connection value is a list of only `keep-alive` / `close` tokens.
+    private static func onlyKeepAliveOrClose(_ v: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i < v.count {
+            while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
+            let start = i
+            while i < v.count && v[i] != 0x2C && v[i] != 0x20 && v[i] != 0x09 { i += 1 }
+            let token = UnsafeRawBufferPointer(rebasing: v[start..<i])
+            if token.isEmpty { continue }
+            if !equalsLower(token, "keep-alive") && !equalsLower(token, "close") { return false }
+        }
+        return true
+    }
+
+    private static func equalsLower(_ b: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {
+        guard b.count == s.utf8CodeUnitCount else { return false }
+        let p = s.utf8Start
+        for i in 0..<b.count where (b[i] | 0x20) != p[i] { return false }
+        return true
     }
 
     static func methodExpectsBody(_ m: AirlockWire.Method) -> Bool {
@@ -76,8 +102,8 @@ enum ForwardingHeads {
 
     /// The response head sent to the client.
     static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
-                         requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion) -> [UInt8] {
-        var w = HeadWriter(capacity: 256 + resp.headers.count * 48)
+                         requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
+                         into w: inout HeadWriter) {
         w.statusLine(status: resp.status, reason: resp.reason)
         let tokens = connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
@@ -101,7 +127,6 @@ enum ForwardingHeads {
             w.field(name: "Connection", value: "keep-alive")
         }
         w.end()
-        return w.bytes
     }
 
     /// A complete error response with a JSON body.

@@ -34,6 +34,7 @@ final class UpstreamConnection: StreamDelegate {
         self.owner = owner
         stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout)
         stream.delegate = self
+        stream.flushLast = true
     }
 
     var isReused: Bool { exchanges > 1 }

@@ -16,6 +16,8 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private(set) var draining = false
     private var requestCounter: UInt64 = 0
+    /// One head is serialized at a time on a loop: its buffer is reused for every head.
+    var headWriter = HeadWriter(capacity: 4096)
     private var flushing = 0
     private var reportedIdle = false
     private let onIdle: @Sendable (Int) -> Void

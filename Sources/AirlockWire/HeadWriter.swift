@@ -83,6 +83,10 @@ public struct HeadWriter: Sendable {
     }
 
     /// Empties `bytes`, keeping its capacity.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
+
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
     }
