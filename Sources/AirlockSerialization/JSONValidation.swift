@@ -57,11 +57,13 @@ public enum JSONValidation {
 
         @inline(__always)
         mutating func skipWhitespace() {
-            while i < end {
-                let b = p[i]
-                guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
-                i += 1
+            var j = i
+            while j < end {
+                let b = p[j]
+                guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { break }
+                j += 1
             }
+            i = j
         }
 
         func unexpected(_ context: String) -> Failure {
@@ -184,37 +186,60 @@ public enum JSONValidation {
         @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
 
         @inline(__always) mutating func skipDigits() {
-            while i < end && isDigit(p[i]) { i += 1 }
+            var j = i
+            while j < end && isDigit(p[j]) { j += 1 }
+            i = j
         }
 
         mutating func string() throws(Failure) {
             let start = i
-            i += 1
+            var j = i + 1
             while true {
-                // Fast path: printable ASCII other than '"' and '\'.
-                while i < end {
-                    let b = p[i]
-                    guard b &- 0x20 < 0x60, b != UInt8(ascii: "\""), b != UInt8(ascii: "\\") else { break }
-                    i += 1
+                // Fast path: 8 bytes at a time while none is a quote, a backslash, a control byte or non-ASCII.
+                while end - j >= 8 {
+                    let word = UnsafeRawPointer(p + j).loadUnaligned(as: UInt64.self)
+                    if Self.needsAttention(word) { break }
+                    j += 8
                 }
-                guard i < end else { throw Failure(offset: start, message: "unterminated string") }
-                let b = p[i]
+                while j < end {
+                    let b = p[j]
+                    guard b &- 0x20 < 0x60, b != UInt8(ascii: "\""), b != UInt8(ascii: "\\") else { break }
+                    j += 1
+                }
+                guard j < end else { throw Failure(offset: start, message: "unterminated string") }
+                let b = p[j]
                 if b == UInt8(ascii: "\"") {
-                    i += 1
+                    i = j + 1
                     return
                 } else if b == UInt8(ascii: "\\") {
+                    i = j
                     try escape()
+                    j = i
                 } else if b < 0x20 {
-                    throw Failure(offset: i, message: "unescaped control character \(UTF8Decoding.describe(b)) in a string")
+                    throw Failure(offset: j, message: "unescaped control character \(UTF8Decoding.describe(b)) in a string")
                 } else if b == 0x7F {
-                    i += 1
+                    j += 1
                 } else {
-                    guard let (_, length) = UTF8Decoding.decode(p, at: i, end: end) else {
-                        throw Failure(offset: i, message: "invalid UTF-8")
+                    guard let (_, length) = UTF8Decoding.decode(p, at: j, end: end) else {
+                        throw Failure(offset: j, message: "invalid UTF-8")
                     }
-                    i += length
+                    j += length
                 }
             }
+        }
+
+        /// True when some byte of `word` is below 0x20, a '"', a '\\' or 0x80 and above
+        /// (the zero-byte test of "Bit Twiddling Hacks", applied per pattern).
+        @inline(__always)
+        static func needsAttention(_ word: UInt64) -> Bool {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let high: UInt64 = 0x8080_8080_8080_8080
+            let control = (word &- ones &* 0x20) & ~word
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let quoteZero = (quote &- ones) & ~quote
+            let backslashZero = (backslash &- ones) & ~backslash
+            return (control | quoteZero | backslashZero | word) & high != 0
         }
 
         mutating func escape() throws(Failure) {

@@ -123,6 +123,25 @@ final class JSONValidationTests: XCTestCase {
         assertInvalid(#""\ud83d\ud83d""#, "without a low surrogate", offset: 1)
     }
 
+    /// Long strings are scanned eight bytes at a time: each special byte must be caught at every offset.
+    func testSpecialBytesAtEveryPositionOfALongString() {
+        for position in 0..<24 {
+            let prefix = [UInt8](repeating: UInt8(ascii: "a"), count: position)
+            let suffix = [UInt8](repeating: UInt8(ascii: "b"), count: 24 - position)
+            let quoted = { (inner: [UInt8]) in [0x22] + prefix + inner + suffix + [0x22] }
+            XCTAssertNil(checkJSON(quoted([])), "plain, \(position)")
+            XCTAssertNil(checkJSON(quoted(bytes(#"\n"#))), "escape at \(position)")
+            XCTAssertNil(checkJSON(quoted(bytes(#"\""#))), "escaped quote at \(position)")
+            XCTAssertNil(checkJSON(quoted(bytes("é"))), "2-byte UTF-8 at \(position)")
+            XCTAssertNil(checkJSON(quoted([0x7F])), "DEL at \(position)")
+            assertInvalid(quoted([0x1F]), "unescaped control character 0x1F", offset: 1 + position)
+            assertInvalid(quoted([0x00]), "unescaped control character 0x00", offset: 1 + position)
+            assertInvalid(quoted([0xFE]), "invalid UTF-8", offset: 1 + position)
+            assertInvalid(quoted(bytes(#"\q"#)), "invalid escape", offset: 1 + position)
+            assertInvalid([0x22] + prefix + [0x22] + suffix + [0x22], "after the JSON value", offset: 2 + position)
+        }
+    }
+
     func testInvalidUTF8() {
         let quoted = { (inner: [UInt8]) in [0x22] + inner + [0x22] }
         assertInvalid(quoted([0xFF]), "invalid UTF-8", offset: 1)
