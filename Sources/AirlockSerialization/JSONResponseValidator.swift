@@ -26,7 +26,7 @@ public struct JSONResponseValidator: ResponseValidator {
     /// it held no null to remove.
     public func validate(head: ResponseFacts, body: [UInt8]) -> ValidationResult {
         if let error = base.headError(head, bodyIsEmpty: body.isEmpty) { return .rejected(error) }
-        if body.isEmpty || body == [0x20] { return .accepted(body: nil) }
+        if body.isEmpty || (body.count == 1 && body[0] == 0x20) { return .accepted(body: nil) }
         let outcome = body.withUnsafeBytes { JSONValidation.scan($0) }
         if let failure = outcome.failure { return .rejected(.invalidJSON(failure.description, url: head.url)) }
         guard removesKeysWithNullValues, outcome.hasNullInContainer else { return .accepted(body: nil) }
