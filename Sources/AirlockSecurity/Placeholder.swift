@@ -1,1 +1,0 @@
-// Security policy arrives with the TLS work.

@@ -1,0 +1,47 @@
+/// Why an X509 verification failed, as the TLS layer reports it. The string is OpenSSL's
+/// verify error text (`X509_verify_cert_error_string`).
+public enum VerifyFailure: Sendable, Equatable, Error {
+    case expired(String)
+    case notYetValid(String)
+    case hostnameMismatch(String)
+    case untrusted(String)
+
+    /// `X509_V_ERR_*` codes that have their own case.
+    enum OpenSSLCode {
+        static let certNotYetValid: Int32 = 9
+        static let certHasExpired: Int32 = 10
+        static let hostnameMismatch: Int32 = 62
+        static let ipAddressMismatch: Int32 = 64
+    }
+
+    /// Maps `X509_STORE_CTX_get_error`'s code: 10 -> expired, 9 -> notYetValid,
+    /// 62 (hostname) and 64 (IP address) -> hostnameMismatch, anything else -> untrusted.
+    public static func fromOpenSSL(code: Int32, text: String) -> VerifyFailure {
+        switch code {
+        case OpenSSLCode.certHasExpired: .expired(text)
+        case OpenSSLCode.certNotYetValid: .notYetValid(text)
+        case OpenSSLCode.hostnameMismatch, OpenSSLCode.ipAddressMismatch: .hostnameMismatch(text)
+        default: .untrusted(text)
+        }
+    }
+
+    /// OpenSSL's text.
+    public var text: String {
+        switch self {
+        case .expired(let t), .notYetValid(let t), .hostnameMismatch(let t), .untrusted(let t): t
+        }
+    }
+
+    /// The trust failure this verification failure rejects a server with.
+    public var reason: TrustFailureReason {
+        switch self {
+        case .expired, .notYetValid: .expired
+        case .hostnameMismatch: .hostnameMismatch
+        case .untrusted: .untrustedChain
+        }
+    }
+}
+
+/// Outcome of one `ValidationRequest`: the chain as OpenSSL built it (leaf first, anchor last),
+/// or why it failed.
+public typealias ValidationOutcome = Result<[CertificateFacts], VerifyFailure>

@@ -1,0 +1,30 @@
+/// The HTTP checks, then a body that starts with a known image signature
+/// (AFNetworking's `AFImageResponseSerializer`, without decoding the pixels).
+public struct ImageResponseValidator: ResponseValidator {
+    /// AFNetworking's list: TIFF, JPEG, GIF, PNG, ICO and the BMP variants.
+    public static let defaultContentTypes: Set<String> = [
+        "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon",
+        "image/bmp", "image/x-bmp", "image/x-xbitmap", "image/x-win-bitmap",
+    ]
+
+    public var base: HTTPResponseValidator
+
+    public init(base: HTTPResponseValidator = HTTPResponseValidator(acceptableContentTypes: defaultContentTypes)) {
+        self.base = base
+    }
+
+    public var needsBody: Bool { true }
+
+    public func validate(head: ResponseFacts) -> ValidationResult {
+        base.validate(head: head)
+    }
+
+    /// An empty body is not an image and is rejected.
+    public func validate(head: ResponseFacts, body: [UInt8]) -> ValidationResult {
+        if let error = base.headError(head, bodyIsEmpty: body.isEmpty) { return .rejected(error) }
+        guard body.withUnsafeBytes({ ImageSignature.matches($0) }) else {
+            return .rejected(.invalidImage(url: head.url))
+        }
+        return .accepted(body: nil)
+    }
+}

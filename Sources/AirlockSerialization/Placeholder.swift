@@ -1,1 +1,0 @@
-// Response validators arrive with the response-validation work.

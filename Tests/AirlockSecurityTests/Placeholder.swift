@@ -1,2 +1,0 @@
-import XCTest
-final class SecurityPlaceholderTests: XCTestCase { func testModuleBuilds() {} }

@@ -1,2 +1,0 @@
-import XCTest
-final class SerializationPlaceholderTests: XCTestCase { func testModuleBuilds() {} }
