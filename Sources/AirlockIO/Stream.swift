@@ -338,35 +338,66 @@ public final class Stream {
 
     // MARK: callbacks
 
+    /// One recv into reserved input space (two iovecs when the last chain is partly used).
+    private func readOnce() -> Int {
+        var iov = (iovec(), iovec())
+        let n: Int = withUnsafeMutablePointer(to: &iov) { p in
+            p.withMemoryRebound(to: iovec.self, capacity: 2) { v in
+                let count = evbuffer_reserve_space(input, Self.readChunk, v, 2)
+                guard count >= 1 else { return -1 }
+                let got = readv(fd, v, count)
+                if got > 0 {
+                    var left = got
+                    var used: Int32 = 0
+                    while left > 0 && used < count {
+                        let take = Swift.min(left, v[Int(used)].iov_len)
+                        v[Int(used)].iov_len = take
+                        left -= take
+                        used += 1
+                    }
+                    evbuffer_commit_space(input, v, used)
+                } else {
+                    evbuffer_commit_space(input, nil, 0)
+                }
+                return got
+            }
+        }
+        return n
+    }
+
     fileprivate func onReadable(_ what: Int16) {
         if what & airlock_ev_timeout() != 0 {
             if state == .lingering { close() } else { delegate?.stream(self, event: .readTimeout) }
             return
         }
-        var iov = iovec()
-        guard evbuffer_reserve_space(input, Self.readChunk, &iov, 1) >= 1 else { return }
-        let n = recv(fd, iov.iov_base, Swift.min(iov.iov_len, Self.readChunk), 0)
-        if n > 0 {
-            iov.iov_len = n
-            evbuffer_commit_space(input, &iov, 1)
-        } else {
-            evbuffer_commit_space(input, nil, 0)
-        }
+        // Bulk transfers: keep reading while reads come back full, up to the high watermark.
+        var n = 0
+        var total = 0
+        var reads = 0
+        repeat {
+            n = readOnce()
+            if n > 0 { total += n }
+            reads += 1
+        } while n >= Self.readChunk && reads < 8 && evbuffer_get_length(input) < readHighWatermark
+        let readErrno = errno
         if state == .lingering {
             evbuffer_drain(input, evbuffer_get_length(input))
-            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { close() }
+            if n == 0 || (n < 0 && readErrno != EAGAIN && readErrno != EINTR) { close() }
             return
         }
-        if n > 0 {
+        if total > 0 {
             if evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
             delegate?.streamReadable(self)
-        } else if n == 0 {
+            // A close that arrived with the data is seen on the next read.
+            return
+        }
+        if n == 0 {
             // Peer closed its side: stop reading; output may still be written.
             state = .eof
             updateReadEvent()
             delegate?.stream(self, event: .eof)
-        } else if errno != EAGAIN && errno != EINTR {
-            fail(.error(String(cString: strerror(errno))))
+        } else if readErrno != EAGAIN && readErrno != EINTR {
+            fail(.error(String(cString: strerror(readErrno))))
         }
     }
 
