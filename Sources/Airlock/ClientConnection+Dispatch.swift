@@ -1,5 +1,7 @@
 import AirlockIO
+import AirlockSecurity
 import AirlockSession
+import Logging
 import AirlockWire
 
 /// Phases before any byte goes upstream: request filter (limits, loops, routes), the
@@ -27,20 +29,15 @@ extension ClientConnection: UpstreamOwner {
         let key: UpstreamKey
         switch route.upstream {
         case .fixed(let t):
-            key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port)
+            key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,
+                              trust: t.scheme == "https" ? route.security.trustIdentity : "")
         case .origin:
             var scheme = Scheme.http
             if case .absolute(let s, _, _, _) = req.target { scheme = s }
-            key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80))
+            key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80),
+                              trust: scheme == .https ? route.security.trustIdentity : "")
         }
         let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
-        if key.scheme == "https" {
-            let e = GatewayError(.tlsUnsupported, status: 502,
-                                 message: "TLS origination to \(key.host) is not available in this build",
-                                 source: .internal)
-            respondError(e, exchange: ex, requestID: id, request: req)
-            return
-        }
         exchange = ex
         state = .forwarding
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
@@ -118,7 +115,8 @@ extension ClientConnection: UpstreamOwner {
                 return
             }
             do {
-                let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self)
+                let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self,
+                                               security: ex.key.scheme == "https" ? ex.route.security : nil)
                 ex.upstream = u
                 return
             } catch {
@@ -170,6 +168,9 @@ extension ClientConnection: UpstreamOwner {
             return
         }
         switch event {
+        case .tlsFailed(let why):
+            let failure = TrustFailure(reason: .handshakeFailed, verifyError: nil, detail: why)
+            upstreamUntrusted(u, failure: failure, presented: [])
         case .readTimeout, .writeTimeout:
             let what = u.exchanges == 0 ? "connect" : "response"
             failExchange(GatewayError(.upstreamTimeout, status: 504,
@@ -189,5 +190,30 @@ extension ClientConnection: UpstreamOwner {
                                       message: "upstream \(u.address) closed the connection before responding",
                                       source: .upstream))
         }
+    }
+
+    /// The security policy refused the upstream (or its handshake failed): the request
+    /// never left; the client gets 502 untrusted-upstream and the log a reject record with
+    /// the pins of every certificate presented, so an operator sees at once what changed.
+    func upstreamUntrusted(_ u: UpstreamConnection, failure: TrustFailure, presented: [PeerCertificate]) {
+        guard let ex = exchange else { return }
+        if ex.upstream === u { ex.upstream = nil }
+        var md: Logger.Metadata = [
+            "request_id": .stringConvertible(ex.id),
+            "route": .string(ex.route.name),
+            "host": .string(ex.key.host),
+            "upstream": .string(u.address.description),
+            "reason": .string(failure.reason.rawValue),
+            "code": .stringConvertible(failure.code),
+            "pinning": .string(ex.route.security.policy.mode.rawValue),
+            "presented_pins": .array(presented.map { .string($0.pinText) }),
+            "presented_subjects": .array(presented.map { .string($0.subject) }),
+            "detail": .string(failure.detail),
+        ]
+        if let v = failure.verifyError { md["verify_error"] = .string(v) }
+        logger.error("upstream.rejected", metadata: md)
+        var e = GatewayError(.untrustedUpstream, status: 502, message: failure.message(host: ex.key.host), source: .upstream)
+        e.extra = [("reason", .string(failure.reason.rawValue)), ("code", .int(failure.code))]
+        failExchange(e)
     }
 }

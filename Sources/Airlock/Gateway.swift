@@ -33,7 +33,7 @@ public final class Gateway: @unchecked Sendable {
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
-        let context = GatewayContext(config: config, logger: logger,
+        let context = try GatewayContext(config: config, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
                                      listenAddress: l.address, idPrefix: Self.randomHex(8))
         for i in 0..<max(1, config.workers) {

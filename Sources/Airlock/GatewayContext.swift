@@ -13,8 +13,16 @@ struct GatewayContext: Sendable {
     let listenAddress: SocketAddress
     /// A random prefix that makes request ids unique across restarts.
     let idPrefix: String
+    /// One OpenSSL client context per distinct trust identity (policy + CA files).
+    let tlsContexts: [String: TLSClientContext]
 
-    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String) {
+    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String) throws {
+        var contexts: [String: TLSClientContext] = [:]
+        for security in [RouteSecurity.default] + config.routes.map(\.security) where contexts[security.trustIdentity] == nil {
+            contexts[security.trustIdentity] = try TLSClientContext(caFiles: security.caFiles,
+                                                                    pinnedAnchors: security.policy.pinnedCertificates)
+        }
+        self.tlsContexts = contexts
         self.config = config
         self.logger = logger
         self.viaToken = viaToken

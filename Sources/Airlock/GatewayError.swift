@@ -16,7 +16,7 @@ struct GatewayError: Error, Sendable {
         case upstreamTimeout = "upstream-timeout"
         case upstreamMalformed = "upstream-malformed-response"
         case upstreamClosed = "upstream-closed"
-        case tlsUnsupported = "tls-origination-unsupported"
+        case untrustedUpstream = "untrusted-upstream"
         case draining = "shutting-down"
     }
 
@@ -29,6 +29,13 @@ struct GatewayError: Error, Sendable {
     let source: Source
     /// After a framing error the connection cannot be trusted any further.
     let mustClose: Bool
+    /// More members of the JSON body, after "error" (e.g. "reason", "code").
+    var extra: [(String, JSONScalar)] = []
+
+    enum JSONScalar: Sendable {
+        case string(String)
+        case int(Int)
+    }
 
     init(_ code: Code, status: Int, message: String, source: Source, mustClose: Bool = false) {
         self.code = code
@@ -63,6 +70,15 @@ struct GatewayError: Error, Sendable {
     func jsonBody(requestID: String) -> [UInt8] {
         var s = "{\"error\":"
         JSON.appendString(reason, to: &s)
+        for (key, value) in extra {
+            s += ","
+            JSON.appendString(key, to: &s)
+            s += ":"
+            switch value {
+            case .string(let v): JSON.appendString(v, to: &s)
+            case .int(let v): s += String(v)
+            }
+        }
         s += ",\"message\":"
         JSON.appendString(message, to: &s)
         s += ",\"request_id\":"

@@ -1,4 +1,5 @@
 import AirlockIO
+import AirlockSecurity
 import AirlockSession
 
 /// Receives an upstream connection's events while it serves an exchange.
@@ -7,6 +8,8 @@ protocol UpstreamOwner: AnyObject {
     func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent)
     func upstreamReadable(_ u: UpstreamConnection)
     func upstreamWritable(_ u: UpstreamConnection)
+    /// The TLS upstream failed the route's trust evaluation; nothing was sent to it.
+    func upstreamUntrusted(_ u: UpstreamConnection, failure: TrustFailure, presented: [PeerCertificate])
 }
 
 /// One connection to an upstream. While it serves an exchange its events go to the owner;
@@ -19,6 +22,11 @@ final class UpstreamConnection: StreamDelegate {
     weak var owner: (any UpstreamOwner)?
     private(set) var state: State = .connecting
     private(set) var exchanges = 0
+    /// For TLS upstreams: the policy that decides trust and the session-cache key.
+    let security: RouteSecurity?
+    let sessionKey: String
+    var trusted = false
+    private var pendingSession: OpaquePointer?
 
     enum State {
         case connecting   // → .active or .closed
@@ -27,18 +35,41 @@ final class UpstreamConnection: StreamDelegate {
         case closed       // final
     }
 
-    init(worker: Worker, key: UpstreamKey, address: SocketAddress, owner: any UpstreamOwner) throws {
+    init(worker: Worker, key: UpstreamKey, address: SocketAddress, owner: any UpstreamOwner,
+         security: RouteSecurity?) throws {
         self.worker = worker
         self.key = key
         self.address = address
         self.owner = owner
-        stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout)
+        self.security = security
+        self.sessionKey = "\(key.host):\(key.port)|\(key.trust)"
+        if key.scheme == "https", let security, let ctx = worker.context.tlsContexts[security.trustIdentity] {
+            let sink = SessionSink()
+            let tls = TLSSetup(context: ctx, serverName: key.host, session: worker.tlsSessions.session(for: sessionKey)) {
+                sink.connection?.offerSession($0) ?? false
+            }
+            stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout, tls: tls)
+            sink.connection = self
+        } else {
+            stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout)
+        }
         stream.delegate = self
         stream.flushLast = true
         stream.setReadHighWatermark(ClientConnection.readHighWatermark)
     }
 
     var isReused: Bool { exchanges > 1 }
+
+    func takePendingSession() -> OpaquePointer? {
+        defer { pendingSession = nil }
+        return pendingSession
+    }
+
+    func replacePendingSession(_ s: OpaquePointer) -> OpaquePointer? {
+        defer { pendingSession = s }
+        return pendingSession
+    }
+
 
     /// Bind to an exchange (fresh or from the pool).
     func activate(owner: any UpstreamOwner, timeout: Duration) {
@@ -66,6 +97,10 @@ final class UpstreamConnection: StreamDelegate {
 
     func close() {
         guard state != .closed else { return }
+        if let s = pendingSession {
+            pendingSession = nil
+            TLSSessionCache.release(s)
+        }
         state = .closed
         owner = nil
         stream.close()
@@ -89,7 +124,11 @@ final class UpstreamConnection: StreamDelegate {
         switch state {
         case .connecting:
             if event == .connected {
-                owner?.upstreamConnected(self)
+                if key.scheme == "https" {
+                    evaluateTrust()
+                } else {
+                    owner?.upstreamConnected(self)
+                }
             } else {
                 let o = owner
                 close()

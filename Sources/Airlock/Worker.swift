@@ -13,6 +13,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     let wireLimits: WireLimits
     let resolver: Resolver
     let pool: ConnectionPool<UpstreamConnection>
+    let tlsSessions = TLSSessionCache()
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private(set) var draining = false
     private var requestCounter: UInt64 = 0

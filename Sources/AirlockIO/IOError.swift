@@ -8,6 +8,7 @@ public struct IOError: Error, Sendable, CustomStringConvertible {
         case resolve = "resolve-failed"
         case connect = "connect-failed"
         case socket = "socket-failed"
+        case tls = "tls-failed"
     }
 
     public let code: Code

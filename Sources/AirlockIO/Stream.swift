@@ -1,4 +1,5 @@
 import CLibevent
+import COpenSSL
 import Glibc
 
 public enum StreamEvent: Sendable, Equatable {
@@ -7,6 +8,27 @@ public enum StreamEvent: Sendable, Equatable {
     case error(String)
     case readTimeout
     case writeTimeout
+    /// The TLS handshake failed (OpenSSL's reason).
+    case tlsFailed(String)
+}
+
+/// How a connecting stream starts TLS once TCP is up.
+public struct TLSSetup {
+    public let context: TLSClientContext
+    /// SNI name (omitted for IP literals).
+    public let serverName: String
+    /// A session to resume (from this worker's cache, same host and policy), or nil.
+    public let session: OpaquePointer?
+    /// Offered each new session the server issues; return true to take ownership.
+    public let onNewSession: (OpaquePointer) -> Bool
+
+    public init(context: TLSClientContext, serverName: String, session: OpaquePointer?,
+                onNewSession: @escaping (OpaquePointer) -> Bool) {
+        self.context = context
+        self.serverName = serverName
+        self.session = session
+        self.onNewSession = onNewSession
+    }
 }
 
 /// Receives a stream's callbacks on the stream's loop.
@@ -51,9 +73,13 @@ public final class Stream {
     private var selfRetain: Unmanaged<Stream>?
     private var onFlushed: (() -> Void)?
     private var pendingConnectError: Int32 = 0
+    private var tlsSetup: TLSSetup?
+    private var ssl: OpaquePointer?
+    private var tlsError = ""
 
     private enum State {
-        case connecting      // → .open or .closed
+        case connecting      // → .handshaking, .open or .closed
+        case handshaking     // TLS handshake in progress → .open or .closed
         case open            // → .flushing, .eof or .closed
         case eof             // peer closed its side; output may still go → .closed
         case flushing        // output draining, then shutdown(SHUT_WR) → .lingering
@@ -76,8 +102,9 @@ public final class Stream {
 
     /// Starts a non-blocking connect; `.connected` or an error event follows (never
     /// before this initializer returns). `timeout` bounds the connect.
-    public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration) throws {
+    public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration, tls: TLSSetup? = nil) throws {
         self.loop = loop
+        self.tlsSetup = tls
         input = evbuffer_new()
         output = evbuffer_new()
         state = .connecting
@@ -101,6 +128,7 @@ public final class Stream {
     }
 
     deinit {
+        if let s = ssl { SSL_free(s) }
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
@@ -114,7 +142,87 @@ public final class Stream {
         writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
     }
 
-    public var isOpen: Bool { state == .open || state == .eof || state == .connecting }
+    public var isOpen: Bool { state == .open || state == .eof || state == .connecting || state == .handshaking }
+
+    // MARK: TLS
+
+    /// The chain the server presented (leaf first), or nil for plain TCP.
+    public var tlsPeerChain: [PeerCertificate]? {
+        guard let s = ssl, let chain = SSL_get_peer_cert_chain(s) else { return nil }
+        var out: [PeerCertificate] = []
+        for i in 0..<airlock_sk_X509_num(chain) {
+            if let x = airlock_sk_X509_value(chain, i) { out.append(PeerCertificate(x)) }
+        }
+        return out
+    }
+
+    public var tlsSessionReused: Bool { ssl.map { SSL_session_reused($0) == 1 } ?? false }
+
+    /// Runs one X509 validation of the presented chain (see TLSClientContext.verify).
+    public func tlsVerify(anchors: TLSClientContext.Anchors, hostname: String?)
+        -> Result<[PeerCertificate], TLSClientContext.VerifyError> {
+        guard let s = ssl, let setup = tlsSetup, let chain = SSL_get_peer_cert_chain(s) else {
+            return .failure(.init(code: -1, text: "no TLS peer chain"))
+        }
+        return setup.context.verify(peerChain: chain, anchors: anchors, hostname: hostname)
+    }
+
+    func tlsNewSession(_ session: OpaquePointer) -> Bool {
+        tlsSetup?.onNewSession(session) ?? false
+    }
+
+    private func startHandshake() {
+        guard let setup = tlsSetup, let s = SSL_new(setup.context.ctx) else {
+            fail(.tlsFailed("SSL_new failed"))
+            return
+        }
+        ssl = s
+        _ = airlock_SSL_set_app_data(s, Unmanaged.passUnretained(self).toOpaque())
+        SSL_set_fd(s, fd)
+        SSL_set_connect_state(s)
+        let name = setup.serverName
+        if SocketAddress(ipLiteral: name.hasPrefix("[") ? String(name.dropFirst().dropLast()) : name, port: 0) == nil {
+            _ = airlock_SSL_set_tlsext_host_name(s, name)
+        }
+        if let session = setup.session { SSL_set_session(s, session) }
+        state = .handshaking
+        continueHandshake()
+    }
+
+    private func continueHandshake() {
+        guard let s = ssl else { return }
+        let r = SSL_do_handshake(s)
+        if r == 1 {
+            state = .open
+            armWrite(false)
+            if readArmed { event_del(readEvent); readArmed = false }
+            updateReadEvent()
+            delegate?.stream(self, event: .connected)
+            return
+        }
+        switch SSL_get_error(s, r) {
+        case SSL_ERROR_WANT_READ:
+            armWrite(false)
+            if !readArmed { readArmed = true; add(readEvent, writeTimeout) }
+        case SSL_ERROR_WANT_WRITE:
+            armWrite(true)
+        default:
+            let why = Self.opensslError(fallback: "handshake failed")
+            armWrite(false)
+            if readArmed { event_del(readEvent); readArmed = false }
+            state = .eof
+            delegate?.stream(self, event: .tlsFailed(why))
+        }
+    }
+
+    static func opensslError(fallback: String) -> String {
+        let e = ERR_get_error()
+        ERR_clear_error()
+        guard e != 0 else { return fallback }
+        var buf = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(e, &buf, buf.count)
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     // MARK: event arming
 
@@ -134,7 +242,7 @@ public final class Stream {
         switch state {
         case .open: should = wantRead && evbuffer_get_length(input) < readHighWatermark
         case .lingering: should = true
-        case .connecting, .eof, .flushing, .closed: should = false
+        case .connecting, .handshaking, .eof, .flushing, .closed: should = false
         }
         if should && !readArmed {
             readArmed = true
@@ -220,7 +328,7 @@ public final class Stream {
     }
 
     private func markDirty() {
-        if !isDirty && !writeArmed && state != .connecting {
+        if !isDirty && !writeArmed && state != .connecting && state != .handshaking {
             isDirty = true
             loop.markDirty(self)
         }
@@ -233,7 +341,7 @@ public final class Stream {
         guard !writeArmed, fd >= 0 else { return }
         switch state {
         case .open, .eof, .flushing: break
-        case .connecting, .lingering, .closed: return
+        case .connecting, .handshaking, .lingering, .closed: return
         }
         if evbuffer_get_length(output) == 0 { return }
         writeOut()
@@ -241,12 +349,16 @@ public final class Stream {
 
     /// One write attempt; arms or disarms the write event and reports progress.
     private func writeOut() {
-        let n = evbuffer_write(output, fd)
-        if n < 0 && errno != EAGAIN && errno != EINTR {
-            let why = String(cString: strerror(errno))
-            armWrite(false)
-            fail(.error(why))
-            return
+        if let s = ssl {
+            if !tlsWrite(s) { return }
+        } else {
+            let n = evbuffer_write(output, fd)
+            if n < 0 && errno != EAGAIN && errno != EINTR {
+                let why = String(cString: strerror(errno))
+                armWrite(false)
+                fail(.error(why))
+                return
+            }
         }
         let left = evbuffer_get_length(output)
         armWrite(left > 0)
@@ -255,6 +367,29 @@ public final class Stream {
             return
         }
         if left <= writeLowWatermark { delegate?.streamWritable(self) }
+    }
+
+    /// Writes output as TLS records of up to 16 KiB. Returns false after a failure.
+    private func tlsWrite(_ s: OpaquePointer) -> Bool {
+        while true {
+            let len = evbuffer_get_length(output)
+            if len == 0 { return true }
+            let chunk = Swift.min(len, 16384)
+            guard let p = evbuffer_pullup(output, chunk) else { return true }
+            let r = SSL_write(s, p, Int32(chunk))
+            if r > 0 {
+                evbuffer_drain(output, Int(r))
+                continue
+            }
+            switch SSL_get_error(s, r) {
+            case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ:
+                return true   // the write event retries
+            default:
+                armWrite(false)
+                fail(.error(Self.opensslError(fallback: "TLS write failed")))
+                return false
+            }
+        }
     }
 
     // MARK: closing
@@ -269,6 +404,10 @@ public final class Stream {
         writeArmed = false
         if let e = readEvent { event_del(e) }
         if let e = writeEvent { event_del(e) }
+        if let s = ssl {
+            if SSL_is_init_finished(s) == 1 { _ = SSL_shutdown(s) }   // close_notify, best effort
+            ERR_clear_error()
+        }
         if fd >= 0 {
             Glibc.close(fd)
             fd = -1
@@ -324,7 +463,7 @@ public final class Stream {
 
     private func fail(_ ev: StreamEvent) {
         switch state {
-        case .open, .eof, .connecting:
+        case .open, .eof, .connecting, .handshaking:
             state = .eof
             updateReadEvent()
             armWrite(false)
@@ -340,6 +479,7 @@ public final class Stream {
 
     /// One recv into reserved input space (two iovecs when the last chain is partly used).
     private func readOnce() -> Int {
+        if let s = ssl { return tlsReadOnce(s) }
         var iov = (iovec(), iovec())
         let n: Int = withUnsafeMutablePointer(to: &iov) { p in
             p.withMemoryRebound(to: iovec.self, capacity: 2) { v in
@@ -365,7 +505,46 @@ public final class Stream {
         return n
     }
 
+    /// One SSL_read into reserved space: > 0 bytes, 0 clean close (close_notify),
+    /// -1 with errno EAGAIN (nothing now), -2 failure or close without close_notify.
+    private func tlsReadOnce(_ s: OpaquePointer) -> Int {
+        var iov = iovec()
+        guard evbuffer_reserve_space(input, Self.readChunk, &iov, 1) >= 1 else { return -1 }
+        let r = SSL_read(s, iov.iov_base, Int32(Swift.min(iov.iov_len, Self.readChunk)))
+        if r > 0 {
+            iov.iov_len = Int(r)
+            evbuffer_commit_space(input, &iov, 1)
+            return Int(r)
+        }
+        evbuffer_commit_space(input, nil, 0)
+        switch SSL_get_error(s, r) {
+        case SSL_ERROR_WANT_READ:
+            errno = EAGAIN
+            return -1
+        case SSL_ERROR_WANT_WRITE:
+            armWrite(true)
+            errno = EAGAIN
+            return -1
+        case SSL_ERROR_ZERO_RETURN:
+            return 0
+        default:
+            // Includes a TCP close without close_notify: a truncation, never a clean end.
+            tlsError = Self.opensslError(fallback: "TLS connection closed without close_notify")
+            return -2
+        }
+    }
+
     fileprivate func onReadable(_ what: Int16) {
+        if state == .handshaking {
+            if what & airlock_ev_timeout() != 0 {
+                state = .eof
+                armWrite(false)
+                delegate?.stream(self, event: .tlsFailed("handshake timed out"))
+            } else {
+                continueHandshake()
+            }
+            return
+        }
         if what & airlock_ev_timeout() != 0 {
             if state == .lingering { close() } else { delegate?.stream(self, event: .readTimeout) }
             return
@@ -378,7 +557,7 @@ public final class Stream {
             n = readOnce()
             if n > 0 { total += n }
             reads += 1
-        } while n >= Self.readChunk && reads < 8 && evbuffer_get_length(input) < readHighWatermark
+        } while (ssl != nil ? n > 0 : n >= Self.readChunk) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
         let readErrno = errno
         if state == .lingering {
             evbuffer_drain(input, evbuffer_get_length(input))
@@ -387,11 +566,15 @@ public final class Stream {
         }
         if total > 0 {
             if evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
+            // Decrypted bytes left inside OpenSSL fire no socket event: come back for them.
+            if let s = ssl, SSL_pending(s) > 0 || n == -2 || n == 0 { event_active(readEvent, Int32(airlock_ev_read()), 0) }
             delegate?.streamReadable(self)
             // A close that arrived with the data is seen on the next read.
             return
         }
-        if n == 0 {
+        if n == -2 {
+            fail(.error(tlsError))
+        } else if n == 0 {
             // Peer closed its side: stop reading; output may still be written.
             state = .eof
             updateReadEvent()
@@ -420,9 +603,23 @@ public final class Stream {
                 delegate?.stream(self, event: .error(String(cString: strerror(err))))
                 return
             }
+            if tlsSetup != nil {
+                startHandshake()
+                return
+            }
             state = .open
             updateReadEvent()
             delegate?.stream(self, event: .connected)
+            return
+        }
+        if state == .handshaking {
+            if what & airlock_ev_timeout() != 0 {
+                state = .eof
+                armWrite(false)
+                delegate?.stream(self, event: .tlsFailed("handshake timed out"))
+            } else {
+                continueHandshake()
+            }
             return
         }
         if what & airlock_ev_timeout() != 0 {

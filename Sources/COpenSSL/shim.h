@@ -16,5 +16,26 @@ static inline long airlock_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }
 static inline void airlock_OPENSSL_free(void *p) { OPENSSL_free(p); }
+static inline int airlock_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, v);
+}
+static inline long airlock_SSL_CTX_set_client_session_cache(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+}
+static inline long airlock_SSL_MODE_partial_moving(void) {
+    return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
+}
+static inline int airlock_SSL_set_app_data(SSL *s, void *arg) { return SSL_set_app_data(s, arg); }
+static inline void *airlock_SSL_get_app_data(const SSL *s) { return SSL_get_app_data(s); }
+static inline int airlock_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
+static inline unsigned long airlock_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
+
+/* STACK_OF(X509) accessors are macros. */
+static inline int airlock_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
+static inline X509 *airlock_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline STACK_OF(X509) *airlock_sk_X509_new_null(void) { return sk_X509_new_null(); }
+static inline int airlock_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
+static inline void airlock_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+static inline void airlock_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
 
 #endif

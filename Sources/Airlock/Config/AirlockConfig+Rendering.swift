@@ -28,6 +28,23 @@ extension AirlockConfig {
                 lines.append("      path_prefix: \(Self.yamlScalar(prefix))")
             }
             lines.append("    upstream: \(Self.yamlScalar(route.upstream.description))")
+            if route.security != .default {
+                let s = route.security
+                lines.append("    security:")
+                lines.append("      pinning: \(s.policy.mode.rawValue)")
+                if !s.pinTexts.isEmpty {
+                    lines.append("      pins: [\(s.pinTexts.map { Self.yamlScalar($0) }.joined(separator: ", "))]")
+                }
+                if !s.certificatePaths.isEmpty {
+                    lines.append("      certificates: [\(s.certificatePaths.map { Self.yamlScalar($0) }.joined(separator: ", "))]")
+                }
+                lines.append("      pin_scope: \(s.policy.pinScope.rawValue)")
+                lines.append("      allow_invalid_certificates: \(s.policy.allowInvalidCertificates)")
+                lines.append("      validates_domain_name: \(s.policy.validatesDomainName)")
+                if let ca = s.caFiles.first, s.caFiles.count == 1 {
+                    lines.append("      ca: \(Self.yamlScalar(ca))")
+                }
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -16,10 +16,10 @@ struct ConfigReader {
         "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
         "max_idle_per_upstream", "max_connections",
     ]
-    static let routeKeys = ["name", "match", "upstream"]
+    static let routeKeys = ["name", "match", "upstream", "security"]
     static let matchKeys = ["host", "path_prefix"]
     /// Route keys later releases will give a meaning; refused until then.
-    static let reservedRouteKeys: Set<String> = ["security", "response"]
+    static let reservedRouteKeys: Set<String> = ["response"]
 
     mutating func readConfig(_ root: Node?) -> AirlockConfig {
         var config = AirlockConfig.embeddedDefault
@@ -121,6 +121,16 @@ struct ConfigReader {
         } else if fields["upstream"] == nil {
             fail(path + ".upstream", "required: \"origin\" or an http(s) URL")
         }
+        if let node = fields["security"] {
+            if let security = readSecurity(node, at: path + ".security") {
+                route.security = security
+                if case .fixed(let t) = route.upstream, t.scheme == "http", security.policy.mode != .none {
+                    fail(path + ".security.pinning", "pinning needs a TLS upstream; \(t) is plain http")
+                }
+            } else {
+                failedPaths.insert(path + ".security")
+            }
+        }
         return route
     }
 
@@ -183,7 +193,7 @@ struct ConfigReader {
 
     /// The mapping's values by key, after reporting unknown, reserved,
     /// duplicate and non-string keys. Nil (and an issue) if `node` is not a mapping.
-    private mutating func mapping(
+    mutating func mapping(
         _ node: Node, at path: String, allowed: [String], reserved: Set<String> = []
     ) -> [String: Node]? {
         guard case .mapping(let pairs) = node else {
@@ -212,7 +222,7 @@ struct ConfigReader {
     }
 
     /// The scalar's text; nil and an issue for null, lists and mappings.
-    private mutating func scalar(_ node: Node, at path: String) -> String? {
+    mutating func scalar(_ node: Node, at path: String) -> String? {
         guard case .scalar(let scalar) = node else {
             fail(path, "expected a single value, got \(Self.kind(of: node))")
             return nil
@@ -224,7 +234,7 @@ struct ConfigReader {
         return scalar.string
     }
 
-    private mutating func fail(_ path: String, _ message: String) {
+    mutating func fail(_ path: String, _ message: String) {
         issues.append(ConfigError.Issue(keyPath: path, message: message))
         failedPaths.insert(path)
     }

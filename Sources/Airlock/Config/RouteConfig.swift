@@ -6,12 +6,16 @@ public struct RouteConfig: Sendable, Equatable {
     /// When set, the route takes only paths that start with it (plain string prefix).
     public var pathPrefix: String?
     public var upstream: Upstream
+    /// Trust for TLS upstreams (https fixed upstreams, absolute https:// requests on origin routes).
+    public var security: RouteSecurity
 
-    public init(name: String, host: HostPattern, pathPrefix: String? = nil, upstream: Upstream) {
+    public init(name: String, host: HostPattern, pathPrefix: String? = nil, upstream: Upstream,
+                security: RouteSecurity = .default) {
         self.name = name
         self.host = host
         self.pathPrefix = pathPrefix
         self.upstream = upstream
+        self.security = security
     }
 
     /// Whether this route takes a request for `host` (lowercase, no port) and `path`.
