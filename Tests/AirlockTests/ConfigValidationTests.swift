@@ -29,7 +29,7 @@ final class ConfigValidationTests: XCTestCase {
     }
 
     func testReservedRouteKeysAreRejected() {
-        for key in ["security", "response"] {
+        for key in ["security"] {
             assertSingleIssue("""
                 routes:
                   - name: r

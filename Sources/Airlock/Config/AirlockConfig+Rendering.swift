@@ -18,6 +18,7 @@ extension AirlockConfig {
             "  drain_timeout: \(ConfigSyntax.formatDuration(limits.drainTimeout))",
             "  max_idle_per_upstream: \(limits.maxIdlePerUpstream)",
             "  max_connections: \(limits.maxConnections)",
+        ] + renderAdminYAML() + [
             "routes:",
         ]
         for route in routes {
@@ -28,6 +29,7 @@ extension AirlockConfig {
                 lines.append("      path_prefix: \(Self.yamlScalar(prefix))")
             }
             lines.append("    upstream: \(Self.yamlScalar(route.upstream.description))")
+            if let response = route.response { lines += Self.renderResponseYAML(response) }
         }
         return lines.joined(separator: "\n") + "\n"
     }

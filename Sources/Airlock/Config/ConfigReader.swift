@@ -10,16 +10,18 @@ struct ConfigReader {
     private(set) var issues: [ConfigError.Issue] = []
     private(set) var failedPaths: Set<String> = []
 
-    static let topLevelKeys = ["listen", "workers", "allow_open_proxy", "limits", "routes"]
+    static let topLevelKeys = [
+        "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "rejects",
+    ]
     static let limitKeys = [
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
         "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
         "max_idle_per_upstream", "max_connections",
     ]
-    static let routeKeys = ["name", "match", "upstream"]
+    static let routeKeys = ["name", "match", "upstream", "response"]
     static let matchKeys = ["host", "path_prefix"]
     /// Route keys later releases will give a meaning; refused until then.
-    static let reservedRouteKeys: Set<String> = ["security", "response"]
+    static let reservedRouteKeys: Set<String> = ["security"]
 
     mutating func readConfig(_ root: Node?) -> AirlockConfig {
         var config = AirlockConfig.embeddedDefault
@@ -63,6 +65,7 @@ struct ConfigReader {
         } else {
             fail("routes", "at least one route is required")
         }
+        readAdmin(fields, into: &config)
         return config
     }
 
@@ -120,6 +123,9 @@ struct ConfigReader {
             }
         } else if fields["upstream"] == nil {
             fail(path + ".upstream", "required: \"origin\" or an http(s) URL")
+        }
+        if let node = fields["response"] {
+            route.response = readResponse(node, at: path + ".response")
         }
         return route
     }
@@ -183,7 +189,7 @@ struct ConfigReader {
 
     /// The mapping's values by key, after reporting unknown, reserved,
     /// duplicate and non-string keys. Nil (and an issue) if `node` is not a mapping.
-    private mutating func mapping(
+    mutating func mapping(
         _ node: Node, at path: String, allowed: [String], reserved: Set<String> = []
     ) -> [String: Node]? {
         guard case .mapping(let pairs) = node else {
@@ -212,7 +218,7 @@ struct ConfigReader {
     }
 
     /// The scalar's text; nil and an issue for null, lists and mappings.
-    private mutating func scalar(_ node: Node, at path: String) -> String? {
+    mutating func scalar(_ node: Node, at path: String) -> String? {
         guard case .scalar(let scalar) = node else {
             fail(path, "expected a single value, got \(Self.kind(of: node))")
             return nil
@@ -224,12 +230,12 @@ struct ConfigReader {
         return scalar.string
     }
 
-    private mutating func fail(_ path: String, _ message: String) {
+    mutating func fail(_ path: String, _ message: String) {
         issues.append(ConfigError.Issue(keyPath: path, message: message))
         failedPaths.insert(path)
     }
 
-    private static func kind(of node: Node) -> String {
+    static func kind(of node: Node) -> String {
         switch node {
         case .scalar: return node.null != nil ? "nothing" : "a single value"
         case .mapping: return "a mapping"
