@@ -13,8 +13,12 @@ struct GatewayContext: Sendable {
     let listenAddress: SocketAddress
     /// A random prefix that makes request ids unique across restarts.
     let idPrefix: String
+    /// The last reject records, appended by workers, read by the admin listener.
+    let rejects: RejectLog
 
-    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String) {
+    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String,
+         rejects: RejectLog) {
+        self.rejects = rejects
         self.config = config
         self.logger = logger
         self.viaToken = viaToken
