@@ -8,6 +8,9 @@
 #   airlock-gw             Airlock as a gateway:       bench/gateway.yaml, 127.0.0.1:18501
 #   airlock-fwd            Airlock as a forward proxy: bench/forward.yaml, 127.0.0.1:18502
 #                          (wrk sends absolute-form requests for http://127.0.0.1:18080/...)
+#   airlock-json           Airlock as a gateway validating JSON bodies: bench/gateway-json.yaml,
+#                          127.0.0.1:18503, on JSON_PATH only; airlock-gw also measures JSON_PATH,
+#                          and the table ends with the throughput ratio json/gw on it
 # then prints one table (target, path, req/s, p50, p99, ratio to direct, RSS), and
 # finally holds IDLE_CLIENTS idle keep-alive connections on a gateway-mode Airlock and
 # reports its memory (bench/idle-rss.py).
@@ -19,6 +22,8 @@
 #      AIRLOCK_ARGS (default "--log-level warning": no per-request access records, as the
 #      peers run with access_log off; AIRLOCK_ARGS= measures with access logging on)
 #      PEERS="direct nginx haproxy"  SKIP_AIRLOCK=1 (peers only)  IDLE_CLIENTS=1000 (0: skip)
+#      JSON_PATH=/1k.json (the harness's 1 KiB application/json document)  SKIP_JSON=1 (no JSON row)
+#      ONLY_JSON=1 (just airlock-gw and airlock-json on JSON_PATH: a quick check of the JSON row)
 #      RESULTS_DIR (default bench/results/<timestamp>)
 set -euo pipefail
 
@@ -43,6 +48,13 @@ export PATHS=${PATHS:-"/small /1m.bin"}
 export WORKERS=${WORKERS:-1}
 GW_CONFIG=$REPO/bench/gateway.yaml;  GW_PORT=18501    # must match `listen` in the yaml
 FWD_CONFIG=$REPO/bench/forward.yaml; FWD_PORT=18502
+JSON_CONFIG=$REPO/bench/gateway-json.yaml; JSON_PORT=18503
+JSON_PATH=${JSON_PATH:-/1k.json}
+SKIP_JSON=${SKIP_JSON:-0}
+ONLY_JSON=${ONLY_JSON:-0}
+GW_PATHS=$PATHS
+[ "$SKIP_JSON" = 1 ] || [[ " $PATHS " == *" $JSON_PATH "* ]] || GW_PATHS="$PATHS $JSON_PATH"
+if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; fi
 RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
 
 [ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it); e.g. sudo make bench"
@@ -51,7 +63,7 @@ for tool in wrk nginx haproxy curl python3 taskset ss; do
 done
 if [ "$SKIP_AIRLOCK" != 1 ]; then
   [ -x "$AIRLOCK_BIN" ] || die "Airlock binary not found at $AIRLOCK_BIN: build it with 'make release' (or set AIRLOCK_BIN=...; SKIP_AIRLOCK=1 benchmarks the peers only)"
-  for cfg in "$GW_CONFIG" "$FWD_CONFIG"; do
+  for cfg in "$GW_CONFIG" "$FWD_CONFIG" "$JSON_CONFIG"; do
     out=$("$AIRLOCK_BIN" check-config "$cfg" 2>&1) || die "airlock check-config $cfg failed: $out"
   done
 fi
@@ -59,8 +71,8 @@ mkdir -p "$RESULTS_DIR"
 
 # Bound on one harness invocation: per run DURATION + quiet wait + slack, plus start/verify.
 n_paths=$(wc -w <<<"$PATHS")
-step_limit() {  # step_limit NTARGETS -> seconds
-  echo $(( $1 * (n_paths * ${REPS:-2} * (${DURATION:-10} + ${QUIET_WAIT:-90} + 45) + ${WARMUP:-2} + 120) ))
+step_limit() {  # step_limit NTARGETS [NPATHS] -> seconds
+  echo $(( $1 * (${2:-$n_paths} * ${REPS:-2} * (${DURATION:-10} + ${QUIET_WAIT:-90} + 45) + ${WARMUP:-2} + 120) ))
 }
 
 started_upstream=0
@@ -92,12 +104,16 @@ if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
 fi
 
 harness() {  # harness NAME NTARGETS [ENV=VAL...] -- TARGET...: one harness run into $RESULTS_DIR/NAME
-  local name=$1 ntargets=$2 rc=0; shift 2
+  local name=$1 ntargets=$2 rc=0 npaths=$n_paths; shift 2
   local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+  while [ "$1" != -- ]; do
+    envs+=("$1")
+    case $1 in PATHS=*) npaths=$(wc -w <<<"${1#PATHS=}") ;; esac
+    shift
+  done; shift
   log "### $name: $* (results: $RESULTS_DIR/$name)"
   env "${envs[@]}" RESULTS_DIR="$RESULTS_DIR/$name" \
-    timeout --foreground -k 30 "$(step_limit "$ntargets")" "$HARNESS/run.sh" "$@" || rc=$?
+    timeout --foreground -k 30 "$(step_limit "$ntargets" "$npaths")" "$HARNESS/run.sh" "$@" || rc=$?
   [ "$rc" = 0 ] || log "$name: harness exited with status $rc"
 }
 
@@ -113,12 +129,18 @@ keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harne
 }
 
 # shellcheck disable=SC2086
-harness peers "$(wc -w <<<"$PEERS")" -- $PEERS
+[ -z "$PEERS" ] || harness peers "$(wc -w <<<"$PEERS")" -- $PEERS
 if [ "$SKIP_AIRLOCK" != 1 ]; then
-  harness airlock-gw 1 PORT=$GW_PORT MODE=reverse OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
+  harness airlock-gw 1 PORT=$GW_PORT MODE=reverse PATHS="$GW_PATHS" OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
   keep_log airlock-gw
-  harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
-  keep_log airlock-fwd
+  if [ "$ONLY_JSON" != 1 ]; then
+    harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
+    keep_log airlock-fwd
+  fi
+  if [ "$SKIP_JSON" != 1 ]; then
+    harness airlock-json 1 PORT=$JSON_PORT MODE=reverse PATHS="$JSON_PATH" OURS_CMD="$(airlock_cmd "$JSON_CONFIG")" -- ours
+    keep_log airlock-json
+  fi
 fi
 
 # ---- combined results: one TSV (harness columns), `ours` renamed per step ----
@@ -131,8 +153,12 @@ add_rows() {  # add_rows STEP [RENAME]
   fi
   awk -F'\t' -v OFS='\t' -v r="$rename" 'NR > 1 { if (r != "") $1 = r; print }' "$f" >> "$TSV"
 }
-add_rows peers
-if [ "$SKIP_AIRLOCK" != 1 ]; then add_rows airlock-gw airlock-gw; add_rows airlock-fwd airlock-fwd; fi
+[ -z "$PEERS" ] || add_rows peers
+if [ "$SKIP_AIRLOCK" != 1 ]; then
+  add_rows airlock-gw airlock-gw
+  [ "$ONLY_JSON" = 1 ] || add_rows airlock-fwd airlock-fwd
+  [ "$SKIP_JSON" = 1 ] || add_rows airlock-json airlock-json
+fi
 "$HARNESS/report.sh" "$TSV" > "$RESULTS_DIR/table-full.txt"
 
 summary() {
@@ -159,6 +185,20 @@ summary() {
     }' "$TSV"
 }
 summary > "$RESULTS_DIR/table.txt"
+
+# ---- JSON validation cost: airlock-json vs airlock-gw on the same path ----
+if [ "$SKIP_AIRLOCK" != 1 ] && [ "$SKIP_JSON" != 1 ]; then
+  awk -F'\t' -v p="$JSON_PATH" '
+    NR > 1 && $2 == p && $4 ~ /^[0-9.]+$/ { s[$1] += $4; c[$1]++ }
+    END {
+      if (c["airlock-gw"] && c["airlock-json"]) {
+        r = (s["airlock-json"] / c["airlock-json"]) / (s["airlock-gw"] / c["airlock-gw"])
+        printf "json validation on %s: airlock-json/airlock-gw req/s = %.2f (issue 4 budget: >= 0.85)\n", p, r
+      } else {
+        printf "json validation on %s: FAILED (missing airlock-gw or airlock-json rows)\n", p
+      }
+    }' "$TSV" >> "$RESULTS_DIR/table.txt"
+fi
 
 # ---- idle keep-alive clients on a gateway-mode Airlock ----
 idle_line=""

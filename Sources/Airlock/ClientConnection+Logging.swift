@@ -62,6 +62,7 @@ extension ClientConnection {
     }
 
     func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
+        if let v = ex.validation { recordReject(ex, v) }
         guard logger.logLevel <= .info else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
                   upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,

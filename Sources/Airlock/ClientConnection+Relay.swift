@@ -37,8 +37,10 @@ extension ClientConnection {
 
     /// Moves decoded payload from `src` to `dst`, re-framing chunked output.
     /// Returns when the body is complete or the input has nothing more to decode.
+    /// `sample` (a report-only reject) keeps a copy of the first payload bytes for its record.
     private func relayBody(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
-                           bounded: Bool = true, counted: (Int) -> Void) throws(WireError) {
+                           bounded: Bool = true, sample: ResponseValidation? = nil,
+                           counted: (Int) -> Void) throws(WireError) {
         while !decoder.isComplete {
             let available = src.inputLength
             let event: BodyDecoder.Event = try src.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
@@ -46,6 +48,9 @@ extension ClientConnection {
             }
             switch event {
             case .data(let n):
+                if let sample, sample.sampleRoom > 0 {
+                    src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
+                }
                 if out == .chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
                 src.moveInput(n, to: dst)
                 if out == .chunked { dst.write(ChunkedEncoder.chunkTrailer) }
@@ -115,6 +120,10 @@ extension ClientConnection {
         ex.responseDecoder = BodyDecoder(framing: framing)
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
         ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && ex.responseOut != .close && ex.requestBodyDone
+        if let validator = ex.route.validator,
+           validateResponseHead(ex, u, head, framing: framing, validator: validator) {
+            return
+        }
         worker.headWriter.reset()
         ForwardingHeads.response(head, framing: framing, out: ex.responseOut, requestMethod: ex.request.method,
                                  keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
@@ -126,9 +135,13 @@ extension ClientConnection {
 
     func pumpResponseBody(bounded: Bool = true) {
         guard state == .forwarding, let ex = exchange, let u = ex.upstream, ex.response != nil else { return }
+        if let v = ex.validation, v.phase != .relaying {
+            pumpValidatedBody(ex, u, v)
+            return
+        }
         do throws(WireError) {
             try relayBody(from: u.stream, to: stream, decoder: &ex.responseDecoder, out: ex.responseOut,
-                          bounded: bounded) { n in
+                          bounded: bounded, sample: ex.validation) { n in
                 ex.bytesOut += UInt64(n)
             }
         } catch {
@@ -145,6 +158,10 @@ extension ClientConnection {
 
     /// The upstream closed, errored or went silent after the response head.
     func upstreamEndedDuringBody(_ ex: Exchange, _ u: UpstreamConnection, event: StreamEvent) {
+        if let v = ex.validation, v.phase != .relaying {
+            validatedUpstreamEnded(ex, u, v, event: event)
+            return
+        }
         if event == .eof {
             // Bytes may still be buffered: relay them all before judging the end.
             pumpResponseBody(bounded: false)

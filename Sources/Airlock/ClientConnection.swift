@@ -76,7 +76,12 @@ final class ClientConnection: StreamDelegate {
     }
 
     func streamWritable(_ s: Stream) {
-        guard state == .forwarding, let ex = exchange, let u = ex.upstream else { return }
+        guard state == .forwarding, let ex = exchange else { return }
+        if let v = ex.validation, v.phase == .delivering {
+            continueDelivery(ex, v)
+            return
+        }
+        guard let u = ex.upstream else { return }
         // The client drained what we queued: let the upstream send more.
         if stream.outputLength < Self.writeHighWatermark / 2 {
             u.stream.setReading(true)

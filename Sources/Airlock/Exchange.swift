@@ -44,6 +44,8 @@ final class Exchange {
     var responseStatus = 0
     var bytesOut: UInt64 = 0
     var clientKeepAlive = true
+    /// Set only on routes with a `response:` block, when the response needs it.
+    var validation: ResponseValidation?
 
     init(id: RequestID, request: RequestHead, route: RouteConfig, key: UpstreamKey, limits: WireLimits) {
         self.id = id

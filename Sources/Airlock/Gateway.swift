@@ -7,8 +7,8 @@ import Synchronization
 /// core. Accepted sockets are handed round-robin to workers and never change threads.
 public final class Gateway: @unchecked Sendable {
     public let config: AirlockConfig
-    private let logger: Logger
-    private let mainLoop: EventLoop
+    let logger: Logger
+    let mainLoop: EventLoop
     private var listener: Listener?
     private var workers: [Worker] = []
     private var signals: SignalWatcher?
@@ -18,6 +18,10 @@ public final class Gateway: @unchecked Sendable {
     private let openConnections = Atomic<Int>(0)
     private let idleWorkers = Mutex<Set<Int>>([])
     private let state = Mutex<RunState>(.created)
+    /// The admin listener (`GET /rejects`), on the acceptor loop; nil when off or unavailable.
+    var admin: AdminServer?
+    /// Why the default admin address could not be bound (logged at start).
+    var adminUnavailable: String?
 
     private enum RunState {
         case created     // → .running
@@ -33,9 +37,11 @@ public final class Gateway: @unchecked Sendable {
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
+        let rejects = RejectLog(capacity: config.rejects.keep)
         let context = try GatewayContext(config: config, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
-                                     listenAddress: l.address, idPrefix: Self.randomHex(8))
+                                     listenAddress: l.address, idPrefix: Self.randomHex(8), rejects: rejects)
+        try startAdmin(rejects: rejects)
         for i in 0..<max(1, config.workers) {
             workers.append(Worker(index: i, context: context,
                                   onConnectionClosed: { [unowned self] in self.connectionClosed() },
@@ -54,6 +60,7 @@ public final class Gateway: @unchecked Sendable {
         started = true
         state.withLock { $0 = .running }
         for w in workers { w.loop.startThread() }
+        logAdmin()
         logger.info("airlock.listening", metadata: [
             "address": .string(listener?.address.host ?? "-"),
             "port": .stringConvertible(Int(boundPort)),
@@ -140,6 +147,7 @@ public final class Gateway: @unchecked Sendable {
 
     private func finishShutdown() {
         state.withLock { $0 = .stopped }
+        admin?.close()
         drainTimer?.cancel()
         drainTimer = nil
         mainLoop.stop()

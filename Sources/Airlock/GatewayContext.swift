@@ -15,8 +15,12 @@ struct GatewayContext: Sendable {
     let idPrefix: String
     /// One OpenSSL client context per distinct trust identity (policy + CA files).
     let tlsContexts: [String: TLSClientContext]
+    /// The last reject records, appended by workers, read by the admin listener.
+    let rejects: RejectLog
 
-    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String) throws {
+    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String,
+         rejects: RejectLog) throws {
+        self.rejects = rejects
         var contexts: [String: TLSClientContext] = [:]
         for security in [RouteSecurity.default] + config.routes.map(\.security) where contexts[security.trustIdentity] == nil {
             contexts[security.trustIdentity] = try TLSClientContext(caFiles: security.caFiles,

@@ -18,6 +18,7 @@ struct GatewayError: Error, Sendable {
         case upstreamClosed = "upstream-closed"
         case untrustedUpstream = "untrusted-upstream"
         case draining = "shutting-down"
+        case rejectedResponse = "rejected-response"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }
@@ -36,6 +37,8 @@ struct GatewayError: Error, Sendable {
         case string(String)
         case int(Int)
     }
+    /// Set for `rejected-response`: the fields its JSON body adds.
+    var rejection: ResponseRejection?
 
     init(_ code: Code, status: Int, message: String, source: Source, mustClose: Bool = false) {
         self.code = code
@@ -66,7 +69,8 @@ struct GatewayError: Error, Sendable {
         mustClose = false
     }
 
-    /// `{"error": "...", "message": "...", "request_id": "..."}`
+    /// `{"error": "...", "message": "...", "request_id": "..."}`, with a rejection's fields
+    /// (`reason`, `code`, `message`, `upstream_status`, `content_type`, `url`) when it has one.
     func jsonBody(requestID: String) -> [UInt8] {
         var s = "{\"error\":"
         JSON.appendString(reason, to: &s)
@@ -79,8 +83,12 @@ struct GatewayError: Error, Sendable {
             case .int(let v): s += String(v)
             }
         }
-        s += ",\"message\":"
-        JSON.appendString(message, to: &s)
+        if let rejection {
+            rejection.appendFields(to: &s)
+        } else {
+            s += ",\"message\":"
+            JSON.appendString(message, to: &s)
+        }
         s += ",\"request_id\":"
         JSON.appendString(requestID, to: &s)
         s += "}\n"

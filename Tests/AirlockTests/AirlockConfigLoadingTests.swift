@@ -38,13 +38,19 @@ final class AirlockConfigLoadingTests: XCTestCase {
         XCTAssertEqual(config.workers, AirlockConfig.autoWorkers)
         XCTAssertFalse(config.allowOpenProxy)
         XCTAssertEqual(config.limits, LimitsConfig())
-        XCTAssertEqual(config.routes, [RouteConfig(name: "default", host: .any, upstream: .origin)])
+        XCTAssertEqual(config.routes, [
+            RouteConfig(name: "default", host: .any, upstream: .origin, response: .reportOnlyHTTP),
+        ], "the embedded route reports rejects without blocking")
+        XCTAssertEqual(config.admin, AdminConfig(address: ListenAddress(host: "127.0.0.1", port: 9090)))
+        XCTAssertEqual(config.rejects.keep, 1000)
         XCTAssertNoThrow(try config.validate())
     }
 
     func testOmittedKeysTakeDefaults() throws {
         let config = try XCTUnwrap(assertLoads(defaultRouteYAML))
-        XCTAssertEqual(config, AirlockConfig.embeddedDefault)
+        var expected = AirlockConfig.embeddedDefault
+        expected.routes[0].response = nil   // a route in a file is validated only when it says so
+        XCTAssertEqual(config, expected)
     }
 
     func testExplicitWorkersAndPartialLimits() throws {
@@ -121,11 +127,11 @@ final class AirlockConfigLoadingTests: XCTestCase {
               - name: a
                 match: { host: "a.example" }
                 upstream: origin
-                response: {}
+                response: { mode: maybe }
             """)
         XCTAssertEqual(Set(issues.map(\.keyPath)), [
             "listen", "workers", "limits.idle_timeout", "limits.header_count",
-            "routes[0].match.path_prefix", "routes[0].upstream", "routes[1].name", "routes[1].response",
+            "routes[0].match.path_prefix", "routes[0].upstream", "routes[1].name", "routes[1].response.mode",
         ], "\(issues)")
         XCTAssertEqual(issues.count, 8, "\(issues)")
     }

@@ -28,16 +28,27 @@ final class ConfigValidationTests: XCTestCase {
         assertSingleIssue(routeYAML(host: "\"*\", path: /v1"), at: "routes[0].match.path", contains: "unknown key")
     }
 
-    func testReservedRouteKeysAreRejected() {
-        for key in ["security", "response"] {
-            assertSingleIssue("""
-                routes:
-                  - name: r
-                    match: { host: "*" }
-                    upstream: origin
-                    \(key): { pins: [] }
-                """, at: "routes[0].\(key)", contains: "unknown key \"\(key)\"")
+    /// Insecure or unreadable security settings fail the load, naming the key.
+    func testSecurityBlockIsValidatedAtLoad() {
+        func route(_ upstream: String, _ security: String) -> String {
+            """
+            routes:
+              - name: r
+                match: { host: "*" }
+                upstream: \(upstream)
+                security: \(security)
+            """
         }
+        assertSingleIssue(route("http://127.0.0.1:9000", "{ pinning: public-key, pins: [\"sha256/\(String(repeating: "A", count: 43))=\"] }"),
+                          at: "routes[0].security.pinning", contains: "TLS upstream")
+        assertSingleIssue(route("https://127.0.0.1:9443", "{ allow_invalid_certificates: true }"),
+                          at: "routes[0].security.allow_invalid_certificates", contains: "pin")
+        assertSingleIssue(route("https://127.0.0.1:9443", "{ pinning: public-key, pins: [\"sha256/AAAA\"] }"),
+                          at: "routes[0].security.pins[0]", contains: "32")
+        assertSingleIssue(route("https://127.0.0.1:9443", "{ pinning: certificate, certificates: [/nonexistent/pinned.pem] }"),
+                          at: "routes[0].security.certificates[0]", contains: "no certificate files")
+        assertSingleIssue(route("https://127.0.0.1:9443", "{ pinning: sometimes }"),
+                          at: "routes[0].security.pinning", contains: "public-key")
     }
 
     // MARK: Types

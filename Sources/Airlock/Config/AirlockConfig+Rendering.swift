@@ -18,6 +18,7 @@ extension AirlockConfig {
             "  drain_timeout: \(ConfigSyntax.formatDuration(limits.drainTimeout))",
             "  max_idle_per_upstream: \(limits.maxIdlePerUpstream)",
             "  max_connections: \(limits.maxConnections)",
+        ] + renderAdminYAML() + [
             "routes:",
         ]
         for route in routes {
@@ -45,6 +46,7 @@ extension AirlockConfig {
                     lines.append("      ca: \(Self.yamlScalar(ca))")
                 }
             }
+            if let response = route.response { lines += Self.renderResponseYAML(response) }
         }
         return lines.joined(separator: "\n") + "\n"
     }

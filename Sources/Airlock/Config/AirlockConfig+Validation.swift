@@ -21,6 +21,7 @@ extension AirlockConfig {
             report("workers", "must be \"auto\" or an integer 1...\(Self.maxWorkers), got \(workers)")
         }
         issues += limits.validationIssues(skipping: failed)
+        issues += adminValidationIssues(skipping: failed)
 
         if routes.isEmpty, ok("routes") {
             report("routes", "at least one route is required")

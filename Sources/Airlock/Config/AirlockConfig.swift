@@ -17,25 +17,33 @@ public struct AirlockConfig: Sendable, Equatable {
     public var limits: LimitsConfig
     /// Tried in order; the first match wins.
     public var routes: [RouteConfig]
+    public var admin: AdminConfig
+    public var rejects: RejectsConfig
 
     public init(
         listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
         workers: Int = AirlockConfig.autoWorkers,
         allowOpenProxy: Bool = false,
         limits: LimitsConfig = LimitsConfig(),
-        routes: [RouteConfig]
+        routes: [RouteConfig],
+        admin: AdminConfig = AdminConfig(),
+        rejects: RejectsConfig = RejectsConfig()
     ) {
         self.listen = listen
         self.workers = workers
         self.allowOpenProxy = allowOpenProxy
         self.limits = limits
         self.routes = routes
+        self.admin = admin
+        self.rejects = rejects
     }
 
     /// `listen: 127.0.0.1:8080`, `workers: auto`, one route `default` for
-    /// host `*` to `origin`: a loopback-only forward proxy.
+    /// host `*` to `origin`: a loopback-only forward proxy. Its route validates responses
+    /// report-only with the http serializer, so a new user sees reject records while no
+    /// traffic is blocked.
     public static var embeddedDefault: AirlockConfig {
-        AirlockConfig(routes: [RouteConfig(name: "default", host: .any, upstream: .origin)])
+        AirlockConfig(routes: [RouteConfig(name: "default", host: .any, upstream: .origin, response: .reportOnlyHTTP)])
     }
 
     /// What `workers: auto` means on this machine: active cores, clamped to 1...256.

@@ -10,16 +10,18 @@ struct ConfigReader {
     private(set) var issues: [ConfigError.Issue] = []
     private(set) var failedPaths: Set<String> = []
 
-    static let topLevelKeys = ["listen", "workers", "allow_open_proxy", "limits", "routes"]
+    static let topLevelKeys = [
+        "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "rejects",
+    ]
     static let limitKeys = [
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
         "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
         "max_idle_per_upstream", "max_connections",
     ]
-    static let routeKeys = ["name", "match", "upstream", "security"]
+    static let routeKeys = ["name", "match", "upstream", "security", "response"]
     static let matchKeys = ["host", "path_prefix"]
     /// Route keys later releases will give a meaning; refused until then.
-    static let reservedRouteKeys: Set<String> = ["response"]
+    static let reservedRouteKeys: Set<String> = []
 
     mutating func readConfig(_ root: Node?) -> AirlockConfig {
         var config = AirlockConfig.embeddedDefault
@@ -63,6 +65,7 @@ struct ConfigReader {
         } else {
             fail("routes", "at least one route is required")
         }
+        readAdmin(fields, into: &config)
         return config
     }
 
@@ -130,6 +133,9 @@ struct ConfigReader {
             } else {
                 failedPaths.insert(path + ".security")
             }
+        }
+        if let node = fields["response"] {
+            route.response = readResponse(node, at: path + ".response")
         }
         return route
     }
@@ -239,7 +245,7 @@ struct ConfigReader {
         failedPaths.insert(path)
     }
 
-    private static func kind(of node: Node) -> String {
+    static func kind(of node: Node) -> String {
         switch node {
         case .scalar: return node.null != nil ? "nothing" : "a single value"
         case .mapping: return "a mapping"

@@ -1,3 +1,5 @@
+import AirlockSerialization
+
 /// One entry of `routes`: which requests it takes and where they go.
 public struct RouteConfig: Sendable, Equatable {
     /// Unique, `[A-Za-z0-9._-]{1,64}`: it is used as a metric label.
@@ -8,14 +10,22 @@ public struct RouteConfig: Sendable, Equatable {
     public var upstream: Upstream
     /// Trust for TLS upstreams (https fixed upstreams, absolute https:// requests on origin routes).
     public var security: RouteSecurity
+    /// The `response:` block; nil relays every response unchecked.
+    public var response: ResponseValidationConfig? {
+        didSet { validator = response?.makeValidator() }
+    }
+    /// Built once from `response`, so a request on a route without one costs a nil check.
+    private(set) var validator: (any ResponseValidator)?
 
     public init(name: String, host: HostPattern, pathPrefix: String? = nil, upstream: Upstream,
-                security: RouteSecurity = .default) {
+                security: RouteSecurity = .default, response: ResponseValidationConfig? = nil) {
         self.name = name
         self.host = host
         self.pathPrefix = pathPrefix
         self.upstream = upstream
         self.security = security
+        self.response = response
+        self.validator = response?.makeValidator()
     }
 
     /// Whether this route takes a request for `host` (lowercase, no port) and `path`.
@@ -23,5 +33,11 @@ public struct RouteConfig: Sendable, Equatable {
         guard self.host.matches(host) else { return false }
         guard let prefix = pathPrefix else { return true }
         return path.utf8.starts(with: prefix.utf8)
+    }
+
+    /// The validator is derived from `response`, so it takes no part in equality.
+    public static func == (a: RouteConfig, b: RouteConfig) -> Bool {
+        a.name == b.name && a.host == b.host && a.pathPrefix == b.pathPrefix && a.upstream == b.upstream
+            && a.security == b.security && a.response == b.response
     }
 }

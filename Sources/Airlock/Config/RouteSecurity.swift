@@ -33,6 +33,7 @@ extension ConfigReader {
     /// Reads `security:` (at `path`), loading certificate files and deriving their pins.
     mutating func readSecurity(_ node: Node, at path: String) -> RouteSecurity? {
         guard let fields = mapping(node, at: path, allowed: Self.securityKeys) else { return nil }
+        let issuesBefore = issues.count
         var mode = PinningMode.none
         if let n = fields["pinning"], let text = scalar(n, at: path + ".pinning") {
             guard let m = PinningMode(rawValue: text) else {
@@ -96,6 +97,8 @@ extension ConfigReader {
             }
             caFiles = files
         }
+        // A pin or file that failed is reported once; no follow-on issue from the policy.
+        guard issues.count == issuesBefore else { return nil }
         do throws(SecurityConfigError) {
             let policy = try SecurityPolicy(mode: mode, pins: pins, pinnedCertificates: certDER, certificatePins: certPins,
                                             pinScope: scope, allowInvalidCertificates: allowInvalid,

@@ -1,0 +1,35 @@
+import AirlockIO
+
+extension Gateway {
+    /// The admin listener's bound port (the real one when the configuration said 0); nil when
+    /// it is off or could not be bound.
+    public var adminPort: UInt16? { admin?.address.port }
+
+    /// Binds the admin listener on the acceptor loop. A configured address that cannot be bound
+    /// fails the start; the default one (127.0.0.1:9090, perhaps taken by another Airlock) only
+    /// leaves the gateway without its admin listener, which `start` logs.
+    func startAdmin(rejects: RejectLog) throws {
+        guard let address = config.admin.address else { return }
+        do {
+            admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects)
+        } catch let error where config.admin.isDefaultAddress {
+            adminUnavailable = "\(error)"
+        }
+    }
+
+    /// `airlock.admin` with the bound port, or why there is none.
+    func logAdmin() {
+        if let admin {
+            logger.info("airlock.admin", metadata: [
+                "address": .string(admin.address.host),
+                "port": .stringConvertible(Int(admin.address.port)),
+                "paths": .string("/rejects /healthz"),
+            ])
+        } else if let adminUnavailable {
+            logger.warning("airlock.admin-unavailable", metadata: [
+                "address": .string(config.admin.address?.description ?? "-"),
+                "error": .string(adminUnavailable),
+            ])
+        }
+    }
+}
