@@ -1,0 +1,203 @@
+import Foundation
+import Glibc
+
+/// A real HTTP/1.1-over-TLS origin on 127.0.0.1:<ephemeral>: `Tests/Fixtures/tls/tls_origin.py` run as a child
+/// (TLS 1.2 minimum, session tickets on, one thread per connection), serving a chain and key from a `TLSTestPKI`.
+/// Every answer is `200`, `text/plain`, body `hello over tls <target>`, except as `Mode` says.
+/// What it saw (connections, handshakes, resumptions, SNI, request lines) is read from its stderr log.
+public final class TLSTestOrigin: @unchecked Sendable {
+    public enum Mode: String, Sendable {
+        /// Keep-alive, Content-Length bodies; closes with close_notify after `Connection: close` or HTTP/1.0.
+        case normal
+        /// First response promises `Content-Length: 100`, sends 20 bytes, then a TCP close without close_notify.
+        case truncate
+        /// First response is `Connection: close` with no length; then a TCP close without close_notify,
+        /// so the body must count as truncated.
+        case closeDelimited = "close-delimited"
+        /// As `closeDelimited`, but close_notify is sent before the close: the body is complete.
+        case closeDelimitedWithCloseNotify
+    }
+
+    private let child: ChildProcess
+    private let log: ProcessLog
+    private let waker: Waker
+    private let stopLock = NSLock()
+    private var stopped = false
+
+    /// The port it listens on, from its `PORT <n>` line.
+    public let port: UInt16
+
+    /// Starts the origin serving `pki.path(chain)` with `pki.path(key)` and waits (up to `startTimeout` s)
+    /// for its `PORT` line. Throws `.process`/`.timeout` with its stderr if it exits or does not start.
+    public init(pki: TLSTestPKI, chain: String = "leaf-chain.pem", key: String = "leaf.key", mode: Mode = .normal,
+                startTimeout: Double = 15) throws {
+        var arguments = [TLSFixtureScripts.origin, "--cert", pki.path(chain), "--key", pki.path(key)]
+        switch mode {
+        case .normal: arguments += ["--mode", "normal"]
+        case .truncate: arguments += ["--mode", "truncate"]
+        case .closeDelimited: arguments += ["--mode", "close-delimited"]
+        case .closeDelimitedWithCloseNotify: arguments += ["--mode", "close-delimited", "--close-notify"]
+        }
+        let waker = try Waker()
+        let python = TLSFixtureScripts.python()
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(executable: python, arguments: arguments,
+                                           environment: ChildProcess.environmentWithoutProxies())
+        } catch {
+            waker.close()
+            throw error
+        }
+        let log = ProcessLog()
+        self.child = child
+        self.log = log
+        self.waker = waker
+
+        let thread = Thread {
+            _ = ChildProcess.readPipes([child.stdoutFD, child.stderrFD], waker: waker, deadline: nil) { index, bytes in
+                if index == 0 { log.appendStdout(bytes) } else { log.appendStderr(bytes) }
+            }
+            close(child.stdoutFD)
+            close(child.stderrFD)
+            log.endReader()
+        }
+        thread.name = "TLSTestOrigin:\(child.pid)"
+        thread.start()
+
+        switch Self.awaitPort(child: child, log: log, timeout: startTimeout) {
+        case .success(let port):
+            self.port = port
+        case .failure(let failure):
+            self.port = 0
+            stop()
+            throw AirlockTestingError(failure.kind, """
+                \(failure.message)
+                command: \(python) \(arguments.joined(separator: " "))
+                --- stderr ---
+                \(String(log.stderrText.suffix(8_000)))
+                """)
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    private static func awaitPort(child: ChildProcess, log: ProcessLog, timeout: Double) -> Result<UInt16, AirlockTestingError> {
+        let deadline = Deadline(seconds: timeout)
+        var seen = 0
+        while true {
+            let slice = Date(timeIntervalSinceNow: min(0.1, Double(deadline.remainingMilliseconds) / 1000))
+            let (lines, ended) = log.lines(from: seen, waitingUntil: slice)
+            seen += lines.count
+            for line in lines where line.hasPrefix("PORT ") {
+                guard let port = UInt16(line.dropFirst(5)), port != 0 else {
+                    return .failure(AirlockTestingError(.process, "tls_origin.py printed a bad port line: \(line)"))
+                }
+                return .success(port)
+            }
+            if let status = child.exitStatusIfExited() {
+                _ = log.waitForReaderEnd(timeout: 1)
+                if log.allLines.count > seen { continue }
+                return .failure(AirlockTestingError(.process, "tls_origin.py exited with status \(status) before printing PORT"))
+            }
+            if ended, lines.isEmpty { usleep(20_000) }
+            if deadline.hasPassed {
+                return .failure(AirlockTestingError(.timeout, "tls_origin.py printed no PORT line within \(timeout) s"))
+            }
+        }
+    }
+
+    /// `https://<host>:<port><path>`; `localhost` matches the test leaf's DNS name (127.0.0.1 its IP name).
+    public func url(_ path: String = "/", host: String = "localhost") -> String {
+        "https://\(host):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+    }
+
+    public var pid: Int32 { child.pid }
+
+    /// Everything it logged on stderr so far (one event per line; see tls_origin.py).
+    public var logText: String { log.stderrText }
+
+    /// The fields after `event conn=<n> ` of every log line of that event, in order.
+    private func events(_ event: String) -> [Substring] {
+        let prefix = event + " conn="
+        return logText.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix(prefix) else { return nil }
+            let rest = line.dropFirst(prefix.count).drop { $0 != " " }
+            return rest.isEmpty ? rest : rest.dropFirst()
+        }
+    }
+
+    /// The request line of every request received so far (e.g. "GET /x HTTP/1.1"), in arrival order.
+    public var requestLines: [String] { events("request").map(String.init) }
+
+    /// TCP connections accepted so far.
+    public var acceptedConnections: Int { events("accept").count }
+
+    /// TLS handshakes completed so far, resumed or not.
+    public var handshakes: Int { events("handshake").count }
+
+    /// Completed handshakes that resumed a session (`session_reused`).
+    public var resumedHandshakes: Int { events("handshake").filter { $0.hasPrefix("resumed=yes") }.count }
+
+    /// The error text of every handshake that failed (e.g. the client sent an alert or closed).
+    public var handshakeFailures: [String] {
+        events("handshake-failed").map { String($0.hasPrefix("error=") ? $0.dropFirst(6) : $0) }
+    }
+
+    /// The SNI of every completed handshake, in order; nil where the client sent none.
+    public var serverNames: [String?] {
+        events("handshake").map { fields in
+            guard let field = fields.split(separator: " ").first(where: { $0.hasPrefix("sni=") }) else { return nil }
+            let name = field.dropFirst(4)
+            return name == "-" ? nil : String(name)
+        }
+    }
+
+    /// The TLS version of every completed handshake ("TLSv1.3", "TLSv1.2"), in order.
+    public var versions: [String] {
+        events("handshake").compactMap { fields in
+            fields.split(separator: " ").first { $0.hasPrefix("version=") }.map { String($0.dropFirst(8)) }
+        }
+    }
+
+    /// Waits until at least `n` requests have been logged. False if `timeout` seconds pass first.
+    public func waitForRequests(_ n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { requestLines.count >= n }
+    }
+
+    /// Waits until at least `n` handshakes have completed or failed. False if `timeout` seconds pass first.
+    public func waitForHandshakes(_ n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { handshakes + handshakeFailures.count >= n }
+    }
+
+    /// Waits until at least `n` connections have been accepted. False if `timeout` seconds pass first.
+    public func waitForConnections(_ n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { acceptedConnections >= n }
+    }
+
+    /// Polls the log every 10 ms; stderr lines arrive on the reader thread a little after the event.
+    private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Deadline(seconds: timeout)
+        while true {
+            if condition() { return true }
+            if deadline.hasPassed || log.hasReaderEnded { return condition() }
+            usleep(10_000)
+        }
+    }
+
+    /// SIGTERM, wait up to 5 s, then SIGKILL; then ends the reader thread. Idempotent; also on deinit.
+    /// The log stays readable afterwards.
+    public func stop() {
+        let first: Bool = stopLock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        child.terminate(grace: 5)
+        if !log.waitForReaderEnd(timeout: 2) {
+            waker.wake()
+        }
+        if log.waitForReaderEnd(timeout: 5) { waker.close() }
+    }
+}
