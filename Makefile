@@ -13,7 +13,7 @@ SWIFT   ?= swift
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 ARGS    ?=
 FILE    ?=
-APT_PKGS := libevent-dev libssl-dev pkg-config curl openssl
+APT_PKGS := libevent-dev libssl-dev pkg-config curl openssl python3 python3-cryptography
 RELEASE_BIN := .build/release/airlock
 DEBUG_BIN   := .build/debug/airlock
 
