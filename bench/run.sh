@@ -24,6 +24,7 @@
 #      PEERS="direct nginx haproxy"  SKIP_AIRLOCK=1 (peers only)  IDLE_CLIENTS=1000 (0: skip)
 #      JSON_PATH=/1k.json (the harness's 1 KiB application/json document)  SKIP_JSON=1 (no JSON row)
 #      ONLY_JSON=1 (just airlock-gw and airlock-json on JSON_PATH: a quick check of the JSON row)
+#      SKIP_TLS=1 (no airlock-tls row: TLS origination to the upstream's https port, vs haproxy-tls)
 #      RESULTS_DIR (default bench/results/<timestamp>)
 set -euo pipefail
 
@@ -41,7 +42,7 @@ AIRLOCK_BIN=${AIRLOCK_BIN:-$REPO/.build/release/airlock}
 case $AIRLOCK_BIN in /*) ;; *) AIRLOCK_BIN=$REPO/$AIRLOCK_BIN ;; esac
 AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
 read -ra airlock_args <<<"$AIRLOCK_ARGS"
-PEERS=${PEERS:-"direct nginx haproxy"}
+PEERS=${PEERS:-"direct nginx haproxy haproxy-tls"}
 SKIP_AIRLOCK=${SKIP_AIRLOCK:-0}
 IDLE_CLIENTS=${IDLE_CLIENTS:-1000}
 export PATHS=${PATHS:-"/small /1m.bin"}
@@ -49,6 +50,9 @@ export WORKERS=${WORKERS:-1}
 GW_CONFIG=$REPO/bench/gateway.yaml;  GW_PORT=18501    # must match `listen` in the yaml
 FWD_CONFIG=$REPO/bench/forward.yaml; FWD_PORT=18502
 JSON_CONFIG=$REPO/bench/gateway-json.yaml; JSON_PORT=18503
+WARMUP_S=${WARMUP:-2}
+TLS_PORT=18504   # airlock-tls: gateway to the upstream's TLS port, config written at run time
+SKIP_TLS=${SKIP_TLS:-0}
 JSON_PATH=${JSON_PATH:-/1k.json}
 SKIP_JSON=${SKIP_JSON:-0}
 ONLY_JSON=${ONLY_JSON:-0}
@@ -128,6 +132,55 @@ keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harne
   { echo "# last 200 of $(wc -l <"$src") lines of $src"; tail -n 200 "$src"; } > "$RESULTS_DIR/$1/airlock-stdout-tail.log"
 }
 
+# airlock-tls is measured here, not by the harness: its `ours` target verifies that the
+# upstream answered over plain http (x-bench-scheme), and this row goes to the https port.
+# Same method: verified first (x-bench-scheme: https), pinned like the peers, WARMUP,
+# wrk -t$THREADS -c$CONNS -d$DURATION --latency with the harness's wrk-bench.lua, REPS per
+# path, CPU of our tree + upstream, peak RSS reset before each run. Bounded like the rest.
+measure_tls() {  # measure_tls CONFIG PATH...
+  local cfg=$1; shift
+  local dir=$RESULTS_DIR/airlock-tls pid up_pid path r raw c0 c1 u0 u1 hwm line tck
+  mkdir -p "$dir"; tck=$(getconf CLK_TCK)
+  printf 'target\tpath\trun\treq_s\tMiB_s\tp50_ms\tp99_ms\tsock_err\tnon2xx\tpeak_rss_MiB\tcpu_s\tup_cpu_s\twrk_cpu_s\tother_cpu_s\n' > "$dir/results.tsv"
+  log "### airlock-tls: $AIRLOCK_BIN on 127.0.0.1:$TLS_PORT -> https://localhost:$UP_TLS_PORT"
+  # shellcheck disable=SC2046
+  $(srv_pin) "$AIRLOCK_BIN" run --config "$cfg" --workers "$WORKERS" "${airlock_args[@]}" > "$dir/stdout.log" 2>&1 &
+  pid=$!
+  if ! wait_port "$TLS_PORT" 10; then log "airlock-tls did not start"; stop_pid "$pid" airlock-tls; return 0; fi
+  up_pid=$("$HARNESS/servers.sh" status upstream | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {print $i; exit}}')
+  if ! curl -sS --max-time 10 -o /dev/null -D - "http://127.0.0.1:$TLS_PORT/small" | tr -d '\r' | grep -qi '^x-bench-scheme: https$'; then
+    log "airlock-tls failed verification (no x-bench-scheme: https)"; stop_pid "$pid" airlock-tls; return 0
+  fi
+  timeout -k 5 $((WARMUP_S + 30)) $(wrk_pin) wrk -t"${THREADS:-2}" -c"${CONNS:-64}" -d"${WARMUP_S}s" "http://127.0.0.1:$TLS_PORT$1" > /dev/null 2>&1 || true
+  for path in "$@"; do
+    for ((r = 1; r <= ${REPS:-2}; r++)); do
+      raw=$dir/wrk-${path//\//_}-$r.txt
+      reset_hwm "$pid"
+      c0=$(cpu_ticks "$pid"); u0=$(cpu_ticks "${up_pid:-$pid}")
+      { TIMEFORMAT='WRKCPU %U %S'; time timeout -k 5 $((${DURATION:-10} + 30)) $(wrk_pin) \
+          wrk -t"${THREADS:-2}" -c"${CONNS:-64}" -d"${DURATION:-10}s" --latency -s "$HARNESS/wrk-bench.lua" \
+          "http://127.0.0.1:$TLS_PORT$path"; } > "$raw" 2>&1 || true
+      c1=$(cpu_ticks "$pid"); u1=$(cpu_ticks "${up_pid:-$pid}"); hwm=$(hwm_kb "$pid")
+      line=$(grep -h BENCHRESULT "$raw" || true)
+      if [ -z "$line" ]; then
+        printf 'airlock-tls\t%s\t%s\tFAIL\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\n' "$path" "$r" >> "$dir/results.tsv"; continue
+      fi
+      awk -v p="$path" -v r="$r" -v c="$((c1 - c0))" -v u="$((u1 - u0))" -v h="$hwm" -v tck="$tck" \
+          -v w="$(grep -h '^WRKCPU' "$raw")" '
+        { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+        END {
+          s = v["duration_us"] / 1e6; split(w, wc, " ")
+          err = v["err_connect"] + v["err_read"] + v["err_write"] + v["err_timeout"]
+          printf "airlock-tls\t%s\t%s\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t-\n", p, r,
+            v["requests"] / s, v["bytes"] / s / 1048576, v["p50_us"] / 1000, v["p99_us"] / 1000,
+            err, v["err_status"], h / 1024, c / tck, u / tck, wc[2] + wc[3]
+        }' <<<"$line" >> "$dir/results.tsv"
+      tail -n 1 "$dir/results.tsv" | awk -F'\t' '{printf "[bench]   airlock-tls %-7s run %s: %s req/s, p50 %s ms, p99 %s ms, rss %s MiB, cpu %s s\n", $2, $3, $4, $6, $7, $10, $11}' >&2
+    done
+  done
+  stop_pid "$pid" airlock-tls
+}
+
 # shellcheck disable=SC2086
 [ -z "$PEERS" ] || harness peers "$(wc -w <<<"$PEERS")" -- $PEERS
 if [ "$SKIP_AIRLOCK" != 1 ]; then
@@ -136,6 +189,17 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
   if [ "$ONLY_JSON" != 1 ]; then
     harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
     keep_log airlock-fwd
+  fi
+  if [ "$SKIP_TLS" != 1 ] && [ "$ONLY_JSON" != 1 ]; then
+    # TLS origination to the upstream's https port, verified against the harness's CA
+    # (as haproxy-tls: verify required, SNI and host check localhost).
+    mkdir -p "$RESULTS_DIR"
+    TLS_CONFIG=$RESULTS_DIR/airlock-tls.yaml
+    printf '%s\n' "listen: 127.0.0.1:$TLS_PORT" "workers: 1" "routes:" "  - name: bench-tls" \
+      "    match: { host: \"*\" }" "    upstream: https://localhost:$UP_TLS_PORT" \
+      "    security: { ca: \"$CERT_DIR/ca.crt\" }" > "$TLS_CONFIG"
+    PATHS_TLS=${PATHS_TLS:-$PATHS}
+    measure_tls "$TLS_CONFIG" $PATHS_TLS
   fi
   if [ "$SKIP_JSON" != 1 ]; then
     harness airlock-json 1 PORT=$JSON_PORT MODE=reverse PATHS="$JSON_PATH" OURS_CMD="$(airlock_cmd "$JSON_CONFIG")" -- ours
@@ -158,6 +222,7 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
   add_rows airlock-gw airlock-gw
   [ "$ONLY_JSON" = 1 ] || add_rows airlock-fwd airlock-fwd
   [ "$SKIP_JSON" = 1 ] || add_rows airlock-json airlock-json
+  [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-tls airlock-tls
 fi
 "$HARNESS/report.sh" "$TSV" > "$RESULTS_DIR/table-full.txt"
 

@@ -1,3 +1,4 @@
+import CLibevent
 import COpenSSL
 import Glibc
 
