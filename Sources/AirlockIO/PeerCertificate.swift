@@ -48,9 +48,6 @@ public struct PeerCertificate: Sendable, Equatable {
         return out
     }
 
-    /// `sha256/<base64>` of the SubjectPublicKeyInfo.
-    public var pinText: String { "sha256/" + Base64.encode(spkiSHA256) }
-
     static func encode(_ x: OpaquePointer, _ i2d: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8] {
         let n = i2d(x, nil)
         guard n > 0 else { return [] }
@@ -83,31 +80,6 @@ public struct PeerCertificate: Sendable, Equatable {
             let n = BIO_read(bio, &buf, Int32(buf.count))
             if n <= 0 { break }
             out.append(contentsOf: buf[0..<Int(n)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
-enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 2 < bytes.count {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            for shift in [18, 12, 6, 0] { out.append(alphabet[Int(v >> UInt32(shift) & 63)]) }
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest > 0 {
-            var v = UInt32(bytes[i]) << 16
-            if rest == 2 { v |= UInt32(bytes[i + 1]) << 8 }
-            out.append(alphabet[Int(v >> 18 & 63)])
-            out.append(alphabet[Int(v >> 12 & 63)])
-            out.append(rest == 2 ? alphabet[Int(v >> 6 & 63)] : UInt8(ascii: "="))
-            out.append(UInt8(ascii: "="))
         }
         return String(decoding: out, as: UTF8.self)
     }

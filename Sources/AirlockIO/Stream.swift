@@ -215,6 +215,18 @@ public final class Stream {
         }
     }
 
+    /// A read or write event during the handshake: continue it, or fail it on timeout.
+    private func handshakeEvent(_ what: Int16) {
+        guard what & airlock_ev_timeout() == 0 else {
+            if readArmed { event_del(readEvent); readArmed = false }
+            armWrite(false)
+            state = .eof
+            delegate?.stream(self, event: .tlsFailed("handshake timed out"))
+            return
+        }
+        continueHandshake()
+    }
+
     static func opensslError(fallback: String) -> String {
         let e = ERR_get_error()
         ERR_clear_error()
@@ -536,13 +548,7 @@ public final class Stream {
 
     fileprivate func onReadable(_ what: Int16) {
         if state == .handshaking {
-            if what & airlock_ev_timeout() != 0 {
-                state = .eof
-                armWrite(false)
-                delegate?.stream(self, event: .tlsFailed("handshake timed out"))
-            } else {
-                continueHandshake()
-            }
+            handshakeEvent(what)
             return
         }
         if what & airlock_ev_timeout() != 0 {
@@ -613,13 +619,7 @@ public final class Stream {
             return
         }
         if state == .handshaking {
-            if what & airlock_ev_timeout() != 0 {
-                state = .eof
-                armWrite(false)
-                delegate?.stream(self, event: .tlsFailed("handshake timed out"))
-            } else {
-                continueHandshake()
-            }
+            handshakeEvent(what)
             return
         }
         if what & airlock_ev_timeout() != 0 {

@@ -140,7 +140,7 @@ extension ConfigReader {
         return kind
     }
 
-    private mutating func readBool(_ node: Node, at path: String) -> Bool? {
+    mutating func readBool(_ node: Node, at path: String) -> Bool? {
         guard let text = scalar(node, at: path) else { return nil }
         switch text.lowercased() {
         case "true": return true

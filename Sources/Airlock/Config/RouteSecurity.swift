@@ -53,11 +53,11 @@ extension ConfigReader {
         var allowInvalid = false
         var validatesDomain = true
         if let n = fields["allow_invalid_certificates"] {
-            guard let b = boolean(n, at: path + ".allow_invalid_certificates") else { return nil }
+            guard let b = readBool(n, at: path + ".allow_invalid_certificates") else { return nil }
             allowInvalid = b
         }
         if let n = fields["validates_domain_name"] {
-            guard let b = boolean(n, at: path + ".validates_domain_name") else { return nil }
+            guard let b = readBool(n, at: path + ".validates_domain_name") else { return nil }
             validatesDomain = b
         }
         let pinTexts = stringList(fields["pins"], at: path + ".pins")
@@ -106,17 +106,6 @@ extension ConfigReader {
             return RouteSecurity(policy: policy, caFiles: caFiles, certificatePaths: certPaths, pinTexts: pinTexts)
         } catch {
             fail("\(path).\(error.key)", error.message)
-            return nil
-        }
-    }
-
-    private mutating func boolean(_ node: Node, at path: String) -> Bool? {
-        guard let text = scalar(node, at: path) else { return nil }
-        switch text.lowercased() {
-        case "true": return true
-        case "false": return false
-        default:
-            fail(path, "expected true or false, got \"\(text)\"")
             return nil
         }
     }
