@@ -6,12 +6,15 @@ import Glibc
 public final class Listener {
     public let address: SocketAddress
     private var listener: OpaquePointer?
+    /// The listener must be freed before its base: it keeps its loop alive.
+    private let loop: EventLoop
     /// Receives each accepted socket; until set, accepted sockets are closed.
     public var onAccept: ((Int32, SocketAddress) -> Void)?
 
     /// Binds `host:port` (an IP literal or "localhost"; port 0 picks a free one).
     public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 1024) throws {
         IORuntime.setUp()
+        self.loop = loop
         let literal = host == "localhost" ? "127.0.0.1" : host
         guard let addr = SocketAddress(ipLiteral: literal, port: port) else {
             throw IOError(.bind, "listen address must be an IP literal or localhost: \(host)")

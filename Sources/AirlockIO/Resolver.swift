@@ -5,9 +5,12 @@ import Glibc
 /// getaddrinfo on a loop thread). IP literals and "localhost" answer at once.
 public final class Resolver {
     private var dns: OpaquePointer?
+    /// libevent requires the resolver to be freed before its event base.
+    private let loop: EventLoop
 
     /// `nameservers`: "IP" or "IP:port" entries to use instead of /etc/resolv.conf's.
     public init(loop: EventLoop, nameservers: [String]? = nil) {
+        self.loop = loop
         if let nameservers {
             dns = evdns_base_new(loop.base, EVDNS_BASE_DISABLE_WHEN_INACTIVE)
             if let d = dns {

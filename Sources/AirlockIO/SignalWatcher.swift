@@ -5,9 +5,12 @@ import Glibc
 public final class SignalWatcher {
     private var events: [OpaquePointer] = []
     private let action: (Int32) -> Void
+    /// The events must be freed before their base: the watcher keeps its loop alive.
+    private let loop: EventLoop
 
     public init(loop: EventLoop, signals: [Int32], action: @escaping (Int32) -> Void) {
         self.action = action
+        self.loop = loop
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         for s in signals {
             if let e = event_new(loop.base, s, Int16(EV_SIGNAL | EV_PERSIST), signalCallback, ctx) {

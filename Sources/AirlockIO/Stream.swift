@@ -546,6 +546,14 @@ public final class Stream {
         }
     }
 
+    /// Whether another read may find data now: a full plain read, or TLS bytes OpenSSL
+    /// already holds (otherwise the socket's own readiness brings us back, and an extra
+    /// read would only return EAGAIN).
+    private func moreToRead(_ n: Int) -> Bool {
+        if let s = ssl { return n > 0 && SSL_has_pending(s) == 1 }
+        return n >= Self.readChunk
+    }
+
     fileprivate func onReadable(_ what: Int16) {
         if state == .handshaking {
             handshakeEvent(what)
@@ -563,7 +571,7 @@ public final class Stream {
             n = readOnce()
             if n > 0 { total += n }
             reads += 1
-        } while (ssl != nil ? n > 0 : n >= Self.readChunk) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
+        } while moreToRead(n) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
         let readErrno = errno
         if state == .lingering {
             evbuffer_drain(input, evbuffer_get_length(input))
@@ -573,7 +581,7 @@ public final class Stream {
         if total > 0 {
             if evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
             // Decrypted bytes left inside OpenSSL fire no socket event: come back for them.
-            if let s = ssl, SSL_pending(s) > 0 || n == -2 || n == 0 { event_active(readEvent, Int32(airlock_ev_read()), 0) }
+            if let s = ssl, SSL_has_pending(s) == 1 || n == -2 || n == 0 { event_active(readEvent, Int32(airlock_ev_read()), 0) }
             delegate?.streamReadable(self)
             // A close that arrived with the data is seen on the next read.
             return

@@ -5,9 +5,12 @@ import Glibc
 public final class Timer {
     private var event: OpaquePointer?
     private let action: () -> Void
+    /// The event must be freed before its base: the timer keeps its loop alive.
+    private let loop: EventLoop
 
     public init(loop: EventLoop, action: @escaping () -> Void) {
         self.action = action
+        self.loop = loop
         event = nil
         event = event_new(loop.base, -1, 0, timerCallback, Unmanaged.passUnretained(self).toOpaque())
     }

@@ -28,6 +28,7 @@ static inline long airlock_SSL_MODE_partial_moving(void) {
 static inline int airlock_SSL_set_app_data(SSL *s, void *arg) { return SSL_set_app_data(s, arg); }
 static inline void *airlock_SSL_get_app_data(const SSL *s) { return SSL_get_app_data(s); }
 static inline int airlock_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
+static inline void airlock_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) { SSL_CTX_set_read_ahead(ctx, yes); }
 static inline unsigned long airlock_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 
 /* STACK_OF(X509) accessors are macros. */
