@@ -15,6 +15,11 @@
 #include <event2/dns.h>
 #include <event2/util.h>
 #include <event2/thread.h>
+#include <malloc.h>
+
+static inline int airlock_tune_malloc(int trim_threshold, int mmap_threshold) {
+    return mallopt(M_TRIM_THRESHOLD, trim_threshold) && mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+}
 
 static inline short airlock_ev_read(void) { return EV_READ; }
 static inline short airlock_ev_write(void) { return EV_WRITE; }
