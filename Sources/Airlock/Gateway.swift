@@ -38,7 +38,7 @@ public final class Gateway: @unchecked Sendable {
         self.mainLoop = EventLoop(name: "acceptor")
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
-        let context = try GatewayContext(config: config, logger: logger,
+        let context = GatewayContext(config: config, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
                                      listenAddress: l.address, idPrefix: Self.randomHex(8), rejects: rejects)
         try startAdmin(rejects: rejects)

@@ -13,20 +13,16 @@ struct GatewayContext: Sendable {
     let listenAddress: SocketAddress
     /// A random prefix that makes request ids unique across restarts.
     let idPrefix: String
-    /// One OpenSSL client context per distinct trust identity (policy + CA files).
-    let tlsContexts: [String: TLSClientContext]
+    /// OpenSSL client contexts, one per distinct trust identity, made on first use: a
+    /// context loads the system trust store (megabytes), which a plain-HTTP gateway never needs.
+    let tls: TLSContexts
     /// The last reject records, appended by workers, read by the admin listener.
     let rejects: RejectLog
 
     init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String,
-         rejects: RejectLog) throws {
+         rejects: RejectLog) {
         self.rejects = rejects
-        var contexts: [String: TLSClientContext] = [:]
-        for security in [RouteSecurity.default] + config.routes.map(\.security) where contexts[security.trustIdentity] == nil {
-            contexts[security.trustIdentity] = try TLSClientContext(caFiles: security.caFiles,
-                                                                    pinnedAnchors: security.policy.pinnedCertificates)
-        }
-        self.tlsContexts = contexts
+        self.tls = TLSContexts()
         self.config = config
         self.logger = logger
         self.viaToken = viaToken

@@ -43,7 +43,8 @@ final class UpstreamConnection: StreamDelegate {
         self.owner = owner
         self.security = security
         self.sessionKey = "\(key.host):\(key.port)|\(key.trust)"
-        if key.scheme == "https", let security, let ctx = worker.context.tlsContexts[security.trustIdentity] {
+        if key.scheme == "https", let security {
+            let ctx = try worker.context.tls.context(for: security)
             let sink = SessionSink()
             let tls = TLSSetup(context: ctx, serverName: key.host, session: worker.tlsSessions.session(for: sessionKey)) {
                 sink.connection?.offerSession($0) ?? false
