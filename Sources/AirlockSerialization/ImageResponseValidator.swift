@@ -1,6 +1,6 @@
 /// The HTTP checks, then a body that starts with a known image signature
 /// (AFNetworking's `AFImageResponseSerializer`, without decoding the pixels).
-public struct ImageResponseValidator: ResponseValidator {
+public struct ImageResponseValidator: BodyResponseValidator {
     /// AFNetworking's list: TIFF, JPEG, GIF, PNG, ICO and the BMP variants.
     public static let defaultContentTypes: Set<String> = [
         "image/tiff", "image/jpeg", "image/gif", "image/png", "image/ico", "image/x-icon",
@@ -11,12 +11,6 @@ public struct ImageResponseValidator: ResponseValidator {
 
     public init(base: HTTPResponseValidator = HTTPResponseValidator(acceptableContentTypes: defaultContentTypes)) {
         self.base = base
-    }
-
-    public var needsBody: Bool { true }
-
-    public func validate(head: ResponseFacts) -> ValidationResult {
-        base.validate(head: head)
     }
 
     /// An empty body is not an image and is rejected.

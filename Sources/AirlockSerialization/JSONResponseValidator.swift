@@ -1,5 +1,5 @@
 /// The HTTP checks, then a strict RFC 8259 body (AFNetworking's `AFJSONResponseSerializer`).
-public struct JSONResponseValidator: ResponseValidator {
+public struct JSONResponseValidator: BodyResponseValidator {
     /// application/json, text/json, text/javascript.
     public static let defaultContentTypes: Set<String> = ["application/json", "text/json", "text/javascript"]
 
@@ -13,12 +13,6 @@ public struct JSONResponseValidator: ResponseValidator {
     ) {
         self.base = base
         self.removesKeysWithNullValues = removesKeysWithNullValues
-    }
-
-    public var needsBody: Bool { true }
-
-    public func validate(head: ResponseFacts) -> ValidationResult {
-        base.validate(head: head)
     }
 
     /// An empty body, or a single space (Rails' `head :ok`), is a valid "nothing". With

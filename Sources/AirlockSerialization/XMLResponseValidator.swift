@@ -1,5 +1,5 @@
 /// The HTTP checks, then a well-formed XML 1.0 body (AFNetworking's `AFXMLParserResponseSerializer`).
-public struct XMLResponseValidator: ResponseValidator {
+public struct XMLResponseValidator: BodyResponseValidator {
     /// application/xml, text/xml.
     public static let defaultContentTypes: Set<String> = ["application/xml", "text/xml"]
 
@@ -7,12 +7,6 @@ public struct XMLResponseValidator: ResponseValidator {
 
     public init(base: HTTPResponseValidator = HTTPResponseValidator(acceptableContentTypes: defaultContentTypes)) {
         self.base = base
-    }
-
-    public var needsBody: Bool { true }
-
-    public func validate(head: ResponseFacts) -> ValidationResult {
-        base.validate(head: head)
     }
 
     /// An empty body is not a document and is rejected.
