@@ -47,16 +47,7 @@ public final class AirlockProcess: @unchecked Sendable {
         self.log = log
         self.waker = waker
 
-        let thread = Thread {
-            _ = ChildProcess.readPipes([child.stdoutFD, child.stderrFD], waker: waker, deadline: nil) { index, bytes in
-                if index == 0 { log.appendStdout(bytes) } else { log.appendStderr(bytes) }
-            }
-            close(child.stdoutFD)
-            close(child.stderrFD)
-            log.endReader()
-        }
-        thread.name = "AirlockProcess:\(child.pid)"
-        thread.start()
+        log.startReading(child, waker: waker, threadName: "AirlockProcess:\(child.pid)")
 
         switch Self.awaitListening(child: child, log: log, timeout: startTimeout) {
         case .success(let port):

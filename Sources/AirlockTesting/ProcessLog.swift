@@ -73,4 +73,18 @@ final class ProcessLog: @unchecked Sendable {
         guard line.first == "{" else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
     }
+
+    /// Collects the child's stdout and stderr on a thread of its own until both close.
+    func startReading(_ child: ChildProcess, waker: Waker, threadName: String) {
+        let thread = Thread { [self] in
+            _ = ChildProcess.readPipes([child.stdoutFD, child.stderrFD], waker: waker, deadline: nil) { index, bytes in
+                if index == 0 { self.appendStdout(bytes) } else { self.appendStderr(bytes) }
+            }
+            close(child.stdoutFD)
+            close(child.stderrFD)
+            self.endReader()
+        }
+        thread.name = threadName
+        thread.start()
+    }
 }

@@ -53,16 +53,7 @@ public final class TLSTestOrigin: @unchecked Sendable {
         self.log = log
         self.waker = waker
 
-        let thread = Thread {
-            _ = ChildProcess.readPipes([child.stdoutFD, child.stderrFD], waker: waker, deadline: nil) { index, bytes in
-                if index == 0 { log.appendStdout(bytes) } else { log.appendStderr(bytes) }
-            }
-            close(child.stdoutFD)
-            close(child.stderrFD)
-            log.endReader()
-        }
-        thread.name = "TLSTestOrigin:\(child.pid)"
-        thread.start()
+        log.startReading(child, waker: waker, threadName: "TLSTestOrigin:\(child.pid)")
 
         switch Self.awaitPort(child: child, log: log, timeout: startTimeout) {
         case .success(let port):
