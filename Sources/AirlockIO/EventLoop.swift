@@ -1,15 +1,21 @@
 import CLibevent
 import Glibc
+import Synchronization
 
 /// One libevent `event_base` driven by one thread. Objects created on a loop stay on it;
-/// other threads reach it only through `execute(_:)`.
+/// other threads reach it only through `execute(_:)`, which queues the work under a
+/// mutex and wakes the loop through an eventfd. The base itself is lock-free
+/// (EVENT_BASE_FLAG_NOLOCK): no other thread ever touches it.
 public final class EventLoop: @unchecked Sendable {
     public let name: String
     let base: OpaquePointer
     private var wakeEvent: OpaquePointer?
+    private let wakeFD: Int32
     private var pending: [@Sendable () -> Void] = []
+    /// True while a wake-up is written and not yet read (one eventfd write per batch).
+    private var wakePending = false
     private let lock = Mutex()
-    private let stopping = Locked(false)
+    private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
     /// Streams written to during the current callback; flushed when it returns.
     private var dirty: [Stream] = []
@@ -43,29 +49,44 @@ public final class EventLoop: @unchecked Sendable {
         IORuntime.setUp()
         self.name = name
         let cfg = event_config_new()
-        // Ask for a base that other threads may wake (locks were set up by IORuntime).
+        event_config_set_flag(cfg, airlock_EVENT_BASE_FLAG_NOLOCK())
         base = event_base_new_with_config(cfg)!
         event_config_free(cfg)
+        wakeFD = airlock_eventfd()
         let ctx = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, -1, airlock_ev_persist(), eventLoopWakeCallback, ctx)
-        event_add(wakeEvent, nil)  // persistent, no fd, no timeout: fires only when activated
+        // Persistent read event on the eventfd: it also keeps the loop alive with no connections.
+        wakeEvent = event_new(base, wakeFD, airlock_ev_read() | airlock_ev_persist(), eventLoopWakeCallback, ctx)
+        event_add(wakeEvent, nil)
     }
 
     deinit {
         if let e = wakeEvent { event_free(e) }
         event_base_free(base)
+        Glibc.close(wakeFD)
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
     }
 
     /// Runs `work` on this loop's thread, in submission order.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        lock.withLock { pending.append(work) }
-        event_active(wakeEvent, Int32(airlock_ev_read()), 0)
+        let mustWake = lock.withLock { () -> Bool in
+            pending.append(work)
+            defer { wakePending = true }
+            return !wakePending
+        }
+        if mustWake { wake() }
     }
 
     fileprivate func drainPending() {
+        var counter: UInt64 = 0
+        _ = Glibc.read(wakeFD, &counter, 8)
         let jobs = lock.withLock { () -> [@Sendable () -> Void] in
             let j = pending
             pending.removeAll(keepingCapacity: true)
+            wakePending = false
             return j
         }
         for job in jobs { job() }
@@ -77,8 +98,7 @@ public final class EventLoop: @unchecked Sendable {
         // all of it is written at once. Reads are batched before writes, so a peer woken
         // by our first write finds the rest of the batch waiting.
         // (A persistent event with no fd keeps the loop alive with no connections.)
-        stopping.withLock { $0 = false }
-        while !stopping.withLock({ $0 }) {
+        while !stopping.load(ordering: .acquiring) {
             if event_base_loop(base, EVLOOP_ONCE) != 0 { break }
             flushDirty()
         }
@@ -96,10 +116,10 @@ public final class EventLoop: @unchecked Sendable {
         thread = t
     }
 
-    /// Makes `run()` return after the current callbacks (thread-safe).
+    /// Makes `run()` return after the current iteration (thread-safe).
     public func stop() {
-        stopping.withLock { $0 = true }
-        event_base_loopbreak(base)
+        stopping.store(true, ordering: .releasing)
+        wake()
     }
 
     /// Waits for the loop thread started by `startThread()` to finish.
@@ -129,12 +149,4 @@ final class Mutex: @unchecked Sendable {
         defer { pthread_mutex_unlock(&m) }
         return try body()
     }
-}
-
-/// A value behind a `Mutex`.
-final class Locked<T>: @unchecked Sendable {
-    private var value: T
-    private let m = Mutex()
-    init(_ v: T) { value = v }
-    func withLock<R>(_ body: (inout T) -> R) -> R { m.withLock { body(&value) } }
 }

@@ -16,12 +16,15 @@
 #include <event2/util.h>
 #include <event2/thread.h>
 #include <malloc.h>
+#include <sys/eventfd.h>
 
 static inline int airlock_tune_malloc(int trim_threshold, int mmap_threshold) {
     return mallopt(M_TRIM_THRESHOLD, trim_threshold) && mallopt(M_MMAP_THRESHOLD, mmap_threshold);
 }
 
 static inline short airlock_ev_read(void) { return EV_READ; }
+static inline int airlock_EVENT_BASE_FLAG_NOLOCK(void) { return EVENT_BASE_FLAG_NOLOCK; }
+static inline int airlock_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 static inline short airlock_ev_write(void) { return EV_WRITE; }
 static inline short airlock_ev_persist(void) { return EV_PERSIST; }
 static inline short airlock_ev_timeout(void) { return EV_TIMEOUT; }
