@@ -22,6 +22,19 @@ public final class EventLoop: @unchecked Sendable {
     private var dirtyLate: [Stream] = []
     private var flushing: [Stream] = []
 
+    private var commonTimeouts: [Duration: timeval] = [:]
+
+    /// libevent's "common timeout" for `d`: events that share a duration sit in one
+    /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
+    /// idle timeout).
+    func commonTimeout(_ d: Duration) -> timeval {
+        if let tv = commonTimeouts[d] { return tv }
+        var tv = d.timeval
+        let common = event_base_init_common_timeout(base, &tv).map { $0.pointee } ?? tv
+        commonTimeouts[d] = common
+        return common
+    }
+
     func markDirty(_ s: Stream) {
         if s.flushLast { dirtyLate.append(s) } else { dirty.append(s) }
     }

@@ -64,8 +64,11 @@ public final class Stream {
     private var readArmed = false          // the read event is added
     private var writeArmed = false         // the write event is added
     private var isDirty = false
-    private var readTimeout: Duration?
-    private var writeTimeout: Duration?
+    /// Timeouts as libevent common timeouts (computed when set, not per re-arm).
+    private var readTimeout: Duration? { didSet { readTV = readTimeout.map(loop.commonTimeout) } }
+    private var writeTimeout: Duration? { didSet { writeTV = writeTimeout.map(loop.commonTimeout) } }
+    private var readTV: timeval?
+    private var writeTV: timeval?
     private var readHighWatermark = Int.max
     private var writeLowWatermark = 0
     private var lingerTimer: Timer?
@@ -123,6 +126,7 @@ public final class Stream {
         makeEvents()
         // Completion (or an immediate failure) is reported from the loop, never re-entrantly.
         writeTimeout = timeout
+        writeTV = loop.commonTimeout(timeout)   // observers do not run in an initializer
         armWrite(true)
         if pendingConnectError != 0 || rc == 0 { event_active(writeEvent, Int32(airlock_ev_write()), 0) }
     }
@@ -203,7 +207,7 @@ public final class Stream {
         switch SSL_get_error(s, r) {
         case SSL_ERROR_WANT_READ:
             armWrite(false)
-            if !readArmed { readArmed = true; add(readEvent, writeTimeout) }
+            if !readArmed { readArmed = true; add(readEvent, writeTV) }
         case SSL_ERROR_WANT_WRITE:
             armWrite(true)
         default:
@@ -238,9 +242,8 @@ public final class Stream {
 
     // MARK: event arming
 
-    private func add(_ ev: OpaquePointer?, _ timeout: Duration?) {
-        if let t = timeout {
-            var tv = t.timeval
+    private func add(_ ev: OpaquePointer?, _ timeout: timeval?) {
+        if var tv = timeout {
             event_add(ev, &tv)
         } else {
             event_add(ev, nil)
@@ -258,7 +261,7 @@ public final class Stream {
         }
         if should && !readArmed {
             readArmed = true
-            add(readEvent, state == .lingering ? nil : readTimeout)
+            add(readEvent, state == .lingering ? nil : readTV)
         } else if !should && readArmed {
             readArmed = false
             event_del(readEvent)
@@ -268,7 +271,7 @@ public final class Stream {
     private func armWrite(_ on: Bool) {
         if on && !writeArmed {
             writeArmed = true
-            add(writeEvent, writeTimeout)
+            add(writeEvent, writeTV)
         } else if !on && writeArmed {
             writeArmed = false
             event_del(writeEvent)
@@ -335,8 +338,8 @@ public final class Stream {
         if read == readTimeout && write == writeTimeout { return }
         readTimeout = read
         writeTimeout = write
-        if readArmed { add(readEvent, state == .lingering ? nil : readTimeout) }
-        if writeArmed { add(writeEvent, writeTimeout) }
+        if readArmed { add(readEvent, state == .lingering ? nil : readTV) }
+        if writeArmed { add(writeEvent, writeTV) }
     }
 
     private func markDirty() {
