@@ -92,10 +92,23 @@ public struct HeadWriter: Sendable {
     }
 
     private mutating func appendToken(_ token: String) {
-        for b in token.utf8 where ByteClass.isTchar(b) { bytes.append(b) }
+        // Names Airlock writes are valid tokens: check, then copy in bulk.
+        if token.utf8.allSatisfy(ByteClass.isTchar) {
+            bytes.append(contentsOf: token.utf8)
+        } else {
+            for b in token.utf8 where ByteClass.isTchar(b) { bytes.append(b) }
+        }
     }
 
-    private mutating func appendValue(_ value: some Sequence<UInt8>) {
+    private mutating func appendValue(_ value: String.UTF8View) {
+        if value.allSatisfy(ByteClass.isFieldValueByte) {
+            bytes.append(contentsOf: value)
+        } else {
+            for b in value { bytes.append(ByteClass.isFieldValueByte(b) ? b : ByteClass.sp) }
+        }
+    }
+
+    private mutating func appendValue(_ value: UnsafeRawBufferPointer) {
         for b in value {
             bytes.append(ByteClass.isFieldValueByte(b) ? b : ByteClass.sp)
         }
