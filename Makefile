@@ -70,7 +70,7 @@ run: setup release
 # Serial on purpose: tests start real servers and the machines have 2 cores.
 test: setup
 	$(SWIFT) build
-	$(SWIFT) test --no-parallel
+	$(SWIFT) test --no-parallel --disable-swift-testing
 
 bench-setup: setup
 	@[ -f "$(SHARED)/bench/setup.sh" ] || { \
