@@ -109,6 +109,33 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(o.requests.count, 0)
     }
 
+    func testIdleKeepAliveClientIsClosedAfterIdleTimeout() throws {
+        let o = try origin(.respond { _ in .ok("x") })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["idle_timeout": "1s"]))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        let r = try c.exchange("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertNil(r.header("Connection"), "kept alive after the exchange")
+        XCTAssertTrue(c.isClosedByPeer(timeout: 5), "an idle keep-alive client is closed after idle_timeout")
+    }
+
+    func testUpstreamThatClosedAKeptConnectionGetsAFreshOne() throws {
+        // The origin answers without "Connection: close" and then closes: the upstream
+        // connection Airlock kept is seen closed and never used for the next request.
+        let o = try origin(.raw { _ in Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8) })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        for _ in 0..<3 {
+            let r = try c.exchange("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            XCTAssertEqual(r.status, 200)
+            XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "ok")
+            usleep(200_000)
+        }
+        XCTAssertEqual(o.acceptedConnections, 3, "each exchange needed a new upstream connection")
+    }
+
     func testHeaderTimeoutIs408() throws {
         let o = try origin(.respond { _ in .ok("x") })
         let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["header_timeout": "1s"]))
