@@ -55,7 +55,6 @@ final class UpstreamConnection: StreamDelegate {
             stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout)
         }
         stream.delegate = self
-        stream.flushLast = true
         stream.setReadHighWatermark(ClientConnection.readHighWatermark)
     }
 

@@ -19,7 +19,6 @@ public final class EventLoop: @unchecked Sendable {
     private var thread: pthread_t?
     /// Streams written to during the current callback; flushed when it returns.
     private var dirty: [Stream] = []
-    private var dirtyLate: [Stream] = []
     private var flushing: [Stream] = []
 
     private var commonTimeouts: [Duration: timeval] = [:]
@@ -35,26 +34,17 @@ public final class EventLoop: @unchecked Sendable {
         return common
     }
 
-    func markDirty(_ s: Stream) {
-        if s.flushLast { dirtyLate.append(s) } else { dirty.append(s) }
-    }
+    func markDirty(_ s: Stream) { dirty.append(s) }
 
     /// Called after every callback this module dispatches: writes what was queued in one
     /// go per stream, straight to the socket, without a round trip through epoll.
     func flushDirty() {
         // Two lists swapped in turn: flushing may dirty more streams, and neither list
         // is ever copied.
-        while !dirty.isEmpty || !dirtyLate.isEmpty {
-            while !dirty.isEmpty {
-                swap(&dirty, &flushing)
-                for s in flushing { s.flush() }
-                flushing.removeAll(keepingCapacity: true)
-            }
-            if !dirtyLate.isEmpty {
-                swap(&dirtyLate, &flushing)
-                for s in flushing { s.flush() }
-                flushing.removeAll(keepingCapacity: true)
-            }
+        while !dirty.isEmpty {
+            swap(&dirty, &flushing)
+            for s in flushing { s.flush() }
+            flushing.removeAll(keepingCapacity: true)
         }
     }
 

@@ -49,10 +49,6 @@ public protocol StreamDelegate: AnyObject {
 /// no FIONREAD probe.
 public final class Stream {
     public unowned(unsafe) var delegate: (any StreamDelegate)?
-    /// Written after the other streams of an iteration. Set for upstream connections: a
-    /// write to a local upstream wakes it, and may hand it the CPU; writing every
-    /// client's bytes first lets it find the whole batch of requests when it runs.
-    public var flushLast = false
     fileprivate let loop: EventLoop
     private var fd: Int32
     private let input: OpaquePointer
