@@ -10,7 +10,7 @@ extension ClientConnection {
     func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
         let req = ex?.request ?? request
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
-        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && !drainRequested
+        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && !drainRequested && !peerHalfClosed
         stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))
         logError(e, ex, requestID: requestID, request: req)
         if let ex {

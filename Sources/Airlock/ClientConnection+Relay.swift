@@ -119,7 +119,8 @@ extension ClientConnection {
         let framing = head.framing(requestMethod: ex.request.method)
         ex.responseDecoder = BodyDecoder(framing: framing)
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
-        ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && ex.responseOut != .close && ex.requestBodyDone
+        ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && !peerHalfClosed && ex.responseOut != .close
+            && ex.requestBodyDone
         if let validator = ex.route.validator,
            validateResponseHead(ex, u, head, framing: framing, validator: validator) {
             return

@@ -15,6 +15,9 @@ final class ClientConnection: StreamDelegate {
     var timerMode: TimerMode = .idle
     var exchange: Exchange?
     var drainRequested = false
+    /// The client shut down its sending side after a complete request: it still gets the
+    /// response (half-close, as HAProxy without abortonclose), then the connection closes.
+    var peerHalfClosed = false
     /// The upstream connection that served this client's last exchange, kept for its next one.
     var attachedUpstream: UpstreamConnection?
 
@@ -96,6 +99,11 @@ final class ClientConnection: StreamDelegate {
             close()
         case .forwarding:
             if event == .readTimeout { return }   // the upstream's timeouts govern an exchange
+            if event == .eof, let ex = exchange, ex.requestBodyDone {
+                peerHalfClosed = true
+                ex.clientKeepAlive = false
+                return
+            }
             clientAborted(event)
         case .closed:
             break

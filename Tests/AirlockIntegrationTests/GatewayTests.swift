@@ -136,6 +136,37 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(o.acceptedConnections, 3, "each exchange needed a new upstream connection")
     }
 
+    /// A client that half-closes after a complete request still gets its response
+    /// (`printf 'GET ...' | nc -N`), then the connection closes.
+    func testHalfClosedClientStillGetsItsResponse() throws {
+        let o = try origin(.respond { _ in
+            usleep(200_000)
+            return .ok("late but delivered")
+        })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        c.shutdownWrite()
+        let raw = try c.readUntilClose(timeout: 10)
+        let text = String(decoding: raw, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200"), text)
+        XCTAssertTrue(text.contains("Connection: close"), text)
+        XCTAssertTrue(text.hasSuffix("late but delivered"), text)
+    }
+
+    /// A client that goes away with its request body unfinished aborts the exchange.
+    func testClientAbortMidBodyAbortsTheExchange() throws {
+        let o = try origin(.respond { _ in .ok("x") })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        try c.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nonly-some")
+        c.close()
+        let rec = a.waitForLog(timeout: 5) { $0["event"] as? String == "request.access" }
+        XCTAssertEqual(rec?["status"] as? Int, 499, "\(String(describing: rec))")
+        XCTAssertEqual(rec?["incomplete"] as? Bool, true)
+    }
+
     func testHeaderTimeoutIs408() throws {
         let o = try origin(.respond { _ in .ok("x") })
         let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["header_timeout": "1s"]))

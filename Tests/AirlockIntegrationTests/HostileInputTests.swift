@@ -1,0 +1,67 @@
+import AirlockTesting
+import Foundation
+import XCTest
+
+/// Mutated requests (bounded, deterministic) never crash Airlock, never reach the origin
+/// malformed, and leave it serving normal requests.
+final class HostileInputTests: XCTestCase {
+    /// A small deterministic generator (xorshift), so a failure can be replayed.
+    struct Rng {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return state
+        }
+        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    }
+
+    func testMutatedRequestsNeverCrashOrLeak() throws {
+        let origin = try TestOrigin(.respond { req in .ok("ok \(req.body.count)") })
+        defer { origin.stop() }
+        let airlock = try AirlockProcess(executable: AirlockProcess.builtExecutable(),
+                                         configYAML: Fixture.gatewayConfig(upstreamPort: origin.port,
+                                                                           limits: ["header_timeout": "1s"]))
+        defer { airlock.stop() }
+        let seeds: [[UInt8]] = [
+            Array("GET /a?b=c HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n".utf8),
+            Array("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello".utf8),
+            Array("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nT: v\r\n\r\n".utf8),
+        ]
+        let interesting: [UInt8] = [0, 9, 10, 13, 32, 43, 44, 45, 48, 58, 59, 0x7F, 0xFF, 0x78, 0x41]
+        var rng = Rng(state: 0x9E37_79B9_7F4A_7C15)
+        var statuses: [String: Int] = [:]
+        for _ in 0..<300 {
+            var bytes = seeds[rng.below(seeds.count)]
+            for _ in 0..<(1 + rng.below(4)) {
+                let i = rng.below(bytes.count)
+                switch rng.below(4) {
+                case 0: bytes[i] = interesting[rng.below(interesting.count)]
+                case 1: bytes.insert(interesting[rng.below(interesting.count)], at: i)
+                case 2: if bytes.count > 1 { bytes.remove(at: i) }
+                default: bytes.insert(contentsOf: bytes[i..<min(bytes.count, i + 1 + rng.below(8))], at: i)
+                }
+            }
+            let c = try RawClient(port: airlock.port)
+            try? c.send(bytes)
+            c.shutdownWrite()
+            // Whatever happened, the connection ends (a response, or a close): never a hang.
+            let reply = (try? c.readUntilClose(timeout: 5)) ?? []
+            let status = reply.count >= 12 ? String(decoding: reply[9..<12], as: UTF8.self) : "none"
+            statuses[status, default: 0] += 1
+            c.close()
+        }
+        // The mutations must exercise both sides: refusals and requests that pass.
+        XCTAssertGreaterThan(statuses["400", default: 0], 30, "\(statuses)")
+        XCTAssertGreaterThan(origin.requests.count, 30, "\(statuses)")
+        // Still alive and serving, and every request that reached the origin was well formed.
+        let c = try RawClient(port: airlock.port)
+        defer { c.close() }
+        try c.send("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+        let r = try c.readResponse()
+        XCTAssertEqual(r.status, 200)
+        XCTAssertTrue(origin.protocolErrors.isEmpty, "malformed bytes reached the origin: \(origin.protocolErrors)")
+        XCTAssertNil(airlock.waitForExit(timeout: 0.1), "airlock exited during the hostile run")
+    }
+}
