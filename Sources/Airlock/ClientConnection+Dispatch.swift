@@ -64,7 +64,7 @@ extension ClientConnection: UpstreamOwner {
                                 message: "request already passed through this gateway (Via: \(worker.context.viaToken))",
                                 source: .client)
         }
-        if drainRequested && worker.draining {
+        if drainRequested {
             return GatewayError(.draining, status: 503, message: "gateway is shutting down", source: .internal, mustClose: true)
         }
         return nil

@@ -57,9 +57,6 @@ public final class Listener {
         if let l = listener { evconnlistener_free(l); listener = nil }
     }
 
-    public func pause() { if let l = listener { evconnlistener_disable(l) } }
-    public func resume() { if let l = listener { evconnlistener_enable(l) } }
-
     fileprivate func accepted(_ fd: Int32, _ sa: UnsafeMutablePointer<sockaddr>?, _ len: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

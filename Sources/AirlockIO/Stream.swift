@@ -142,8 +142,6 @@ public final class Stream {
         writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
     }
 
-    public var isOpen: Bool { state == .open || state == .eof || state == .connecting || state == .handshaking }
-
     // MARK: TLS
 
     /// The chain the server presented (leaf first), or nil for plain TCP.
