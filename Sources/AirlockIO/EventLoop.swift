@@ -23,6 +23,10 @@ public final class EventLoop: @unchecked Sendable {
 
     private var commonTimeouts: [Duration: timeval] = [:]
 
+    /// Where this loop's streams read small inputs before appending them (see
+    /// `Stream.readOnce`); one per loop, never shared across threads.
+    let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.readChunk, alignment: 16)
+
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
     /// idle timeout).
@@ -66,6 +70,7 @@ public final class EventLoop: @unchecked Sendable {
         if let e = wakeEvent { event_free(e) }
         event_base_free(base)
         Glibc.close(wakeFD)
+        readScratch.deallocate()
     }
 
     private func wake() {

@@ -60,6 +60,8 @@ public final class Stream {
     private var readArmed = false          // the read event is added
     private var writeArmed = false         // the write event is added
     private var isDirty = false
+    /// Reads go straight into reserved input space (a bulk transfer is under way).
+    private var bulkReads = false
     /// Timeouts as libevent common timeouts (computed when set, not per re-arm).
     private var readTimeout: Duration? { didSet { readTV = readTimeout.map(loop.commonTimeout) } }
     private var writeTimeout: Duration? { didSet { writeTV = writeTimeout.map(loop.commonTimeout) } }
@@ -361,7 +363,7 @@ public final class Stream {
         if let s = ssl {
             if !tlsWrite(s) { return }
         } else {
-            let n = evbuffer_write(output, fd)
+            let n = plainWrite()
             if n < 0 && errno != EAGAIN && errno != EINTR {
                 let why = String(cString: strerror(errno))
                 armWrite(false)
@@ -377,6 +379,23 @@ public final class Stream {
         }
         if left <= writeLowWatermark { delegate?.streamWritable(self) }
     }
+
+    /// One plain write of up to `writeIOVecs` output chains: `send` for one chain (the
+    /// usual small response or request), `writev` for more. Returns the kernel's result.
+    private func plainWrite() -> Int {
+        withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.writeIOVecs) { v in
+            let chains = Int(evbuffer_peek(output, -1, nil, v.baseAddress, Int32(Self.writeIOVecs)))
+            let count = Swift.min(chains, Self.writeIOVecs)
+            guard count > 0 else { return 0 }
+            let n = count == 1
+                ? send(fd, v[0].iov_base, v[0].iov_len, Int32(MSG_NOSIGNAL))
+                : writev(fd, v.baseAddress, Int32(count))
+            if n > 0 { evbuffer_drain(output, n) }
+            return n
+        }
+    }
+
+    static let writeIOVecs = 16
 
     /// Writes output as TLS records of up to 16 KiB. Returns false after a failure.
     private func tlsWrite(_ s: OpaquePointer) -> Bool {
@@ -486,15 +505,27 @@ public final class Stream {
 
     // MARK: callbacks
 
-    /// One recv into reserved input space (two iovecs when the last chain is partly used).
+    /// One read. Small reads (requests, heads, small bodies: the common case) go through
+    /// the loop's scratch buffer and are appended by copy, so the input buffer's chain is
+    /// right-sized and comes from malloc's fast path. After a read fills the scratch, reads
+    /// go straight into reserved input space (no copy) until one comes back small again.
     private func readOnce() -> Int {
         if let s = ssl { return tlsReadOnce(s) }
+        if !bulkReads {
+            let scratch = loop.readScratch
+            let got = recv(fd, scratch.baseAddress, scratch.count, 0)
+            if got > 0 {
+                _ = evbuffer_add(input, scratch.baseAddress, got)
+                bulkReads = got == scratch.count
+            }
+            return got
+        }
         var iov = (iovec(), iovec())
         let n: Int = withUnsafeMutablePointer(to: &iov) { p in
             p.withMemoryRebound(to: iovec.self, capacity: 2) { v in
                 let count = evbuffer_reserve_space(input, Self.readChunk, v, 2)
                 guard count >= 1 else { return -1 }
-                let got = readv(fd, v, count)
+                let got = count == 1 ? recv(fd, v[0].iov_base, v[0].iov_len, 0) : readv(fd, v, count)
                 if got > 0 {
                     var left = got
                     var used: Int32 = 0
@@ -511,6 +542,7 @@ public final class Stream {
                 return got
             }
         }
+        if n >= 0 && n < Self.readChunk / 4 { bulkReads = false }
         return n
     }
 
