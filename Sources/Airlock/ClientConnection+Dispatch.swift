@@ -21,21 +21,19 @@ extension ClientConnection: UpstreamOwner {
         case .absolute(_, _, _, let p): path = p
         default: path = "/"
         }
-        guard let route = worker.context.config.route(host: req.host, path: path) else {
+        guard let route = worker.routes.first(host: req.host, path: path) else {
             let e = GatewayError(.noRoute, status: 403, message: "no route for host \(req.host)", source: .client)
             respondError(e, exchange: nil, requestID: id, request: req)
             return
         }
         let key: UpstreamKey
-        switch route.upstream {
-        case .fixed(let t):
-            key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,
-                              trust: t.scheme == "https" ? route.security.trustIdentity : "")
-        case .origin:
+        if let fixed = route.fixedKey {
+            key = fixed
+        } else {
             var scheme = Scheme.http
             if case .absolute(let s, _, _, _) = req.target { scheme = s }
             key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80),
-                              trust: scheme == .https ? route.security.trustIdentity : "")
+                              trust: scheme == .https ? route.config.security.trustIdentity : "")
         }
         let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
         exchange = ex
@@ -146,7 +144,8 @@ extension ClientConnection: UpstreamOwner {
         guard let u = ex.upstream else { return }
         // Serialized into the worker's reusable writer, straight from the parsed model.
         worker.headWriter.reset()
-        ForwardingHeads.request(ex.request, key: ex.key, framing: ex.requestOut, viaToken: worker.context.viaToken,
+        ForwardingHeads.request(ex.request, host: ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key),
+                                framing: ex.requestOut, viaToken: worker.context.viaToken,
                                 viaToken11: worker.context.via11, into: &worker.headWriter)
         worker.headWriter.withBytes { u.stream.write($0) }
         pumpRequestBody()

@@ -63,7 +63,7 @@ extension ClientConnection {
 
     func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
         if let v = ex.validation { recordReject(ex, v) }
-        guard logger.logLevel <= .info else { return }
+        guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
                   upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
                   duration: ex.durationMillis, complete: complete, exchange: ex)
@@ -71,7 +71,7 @@ extension ClientConnection {
 
     func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: String?,
                    bytesIn: UInt64, bytesOut: UInt64, duration: Double, complete: Bool, exchange ex: Exchange? = nil) {
-        guard logger.logLevel <= .info else { return }
+        guard worker.logsAccess else { return }
         var md: Logger.Metadata = [
             "request_id": .stringConvertible(requestID),
             "status": .stringConvertible(status),

@@ -15,7 +15,9 @@ enum OutFraming: Equatable {
 final class Exchange {
     let id: RequestID
     let request: RequestHead
-    let route: RouteConfig
+    let routeRef: Route
+    /// The route's configuration, read in place (never copied per access).
+    var route: RouteConfig { _read { yield routeRef.config } }
     let key: UpstreamKey
     let started: UInt64
 
@@ -47,10 +49,10 @@ final class Exchange {
     /// Set only on routes with a `response:` block, when the response needs it.
     var validation: ResponseValidation?
 
-    init(id: RequestID, request: RequestHead, route: RouteConfig, key: UpstreamKey, limits: WireLimits) {
+    init(id: RequestID, request: RequestHead, route: Route, key: UpstreamKey, limits: WireLimits) {
         self.id = id
         self.request = request
-        self.route = route
+        self.routeRef = route
         self.key = key
         self.started = EventLoop.nowNanos()
         self.requestDecoder = BodyDecoder(framing: request.framing)

@@ -21,10 +21,12 @@ enum ForwardingHeads {
     }
 
     /// The request head sent upstream.
-    static func request(_ req: RequestHead, key: UpstreamKey, framing: OutFraming, viaToken: String,
+    /// The request head sent upstream; `host` is the upstream's authority (`authority(key)`,
+    /// or a fixed upstream's precomputed one).
+    static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,
                         viaToken11: String, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
-        w.field(name: "Host", value: authority(key))
+        w.field(name: "Host", value: host)
         let tokens = connectionTokens(req.headers)
         var via: String?
         for i in 0..<req.headers.count {

@@ -11,6 +11,8 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     let context: GatewayContext
     let limits: LimitsConfig
     let wireLimits: WireLimits
+    /// The configured routes, compiled once per worker.
+    let routes: [Route]
     let resolver: Resolver
     let pool: ConnectionPool<UpstreamConnection>
     let tlsSessions = TLSSessionCache()
@@ -30,6 +32,8 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.index = index
         self.context = context
         self.limits = context.config.limits
+        self.routes = Route.table(context.config)
+        self.logsAccess = context.logger.logLevel <= .info
         self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
                                      headerBytes: limits.headerBytes,
                                      headerCount: limits.headerCount)
@@ -41,6 +45,9 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     }
 
     var logger: Logger { context.logger }
+    /// Whether access records are written (level info or lower), read once: every exchange
+    /// asks, and asking the Logger copies its handler.
+    let logsAccess: Bool
     var connectionCount: Int { clients.count }
 
     // MARK: connections

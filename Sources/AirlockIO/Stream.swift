@@ -51,7 +51,7 @@ public final class Stream {
     public unowned(unsafe) var delegate: (any StreamDelegate)?
     fileprivate let loop: EventLoop
     private var fd: Int32
-    private let input: OpaquePointer
+    @usableFromInline let input: OpaquePointer
     private let output: OpaquePointer
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
@@ -276,9 +276,11 @@ public final class Stream {
 
     // MARK: input
 
+    @inlinable
     public var inputLength: Int { evbuffer_get_length(input) }
 
     /// Calls `body` with the first `min(max, inputLength)` input bytes made contiguous.
+    @inlinable
     public func withInput<R, E: Error>(max: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let n = Swift.min(max, evbuffer_get_length(input))
         if n == 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }

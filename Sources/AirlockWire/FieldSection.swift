@@ -31,7 +31,8 @@ struct FieldSection {
     /// exactly. More than `maxCount` fields → `tooManyHeaders` (431).
     static func parse(_ head: UnsafeRawBufferPointer, from start: Int, maxCount: Int) throws(WireError) -> FieldSection {
         var section = FieldSection()
-        section.headers.reserve(bytes: head.count - start, fields: 16)
+        // Storage is one copy of the field block; fields are recorded by their offsets in it.
+        section.headers = HTTPHeaders(parsedBlock: UnsafeRawBufferPointer(rebasing: head[start...]), fields: 16)
         var lineStart = start
         while true {
             guard let lf = try FieldLine.lineEnd(head, from: lineStart) else {
@@ -53,7 +54,9 @@ struct FieldSection {
             let known = KnownField.classify(name)
             let valueInHead = (lineStart + parts.value.lowerBound)..<(lineStart + parts.value.upperBound)
             try section.note(known, value: value, at: valueInHead)
-            section.headers.append(nameBytes: name, valueBytes: value, known: known)
+            section.headers.appendParsed(name: (lineStart - start)..<(lineStart - start + parts.nameEnd),
+                                         value: (valueInHead.lowerBound - start)..<(valueInHead.upperBound - start),
+                                         known: known)
             lineStart = lf + 1
         }
     }

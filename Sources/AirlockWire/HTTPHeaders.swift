@@ -1,5 +1,6 @@
-/// Header fields stored compactly: one byte buffer holding every name and value, and one small
-/// entry of offsets per field. Order and duplicates are kept exactly as received.
+/// Header fields stored compactly: one byte buffer holding every name and value (for a parsed
+/// head, a copy of its field block, separators included), and one small entry of offsets per
+/// field. Order and duplicates are kept exactly as received.
 ///
 /// Names keep the case they arrived in; values are stored with surrounding SP/HTAB trimmed.
 /// Fields added with `append` are not validated here: the parsers validate what comes off the
@@ -131,6 +132,23 @@ public struct HTTPHeaders: Sendable, Equatable {
         entries.append(Entry(
             nameStart: nameStart, nameCount: UInt32(nameBytes.count),
             valueStart: valueStart, valueCount: UInt32(valueBytes.count),
+            known: known
+        ))
+    }
+
+    /// Starts from a copy of a parsed field block (one copy for every field); the parser then
+    /// records each field with `appendParsed`, by its offsets in `block`.
+    init(parsedBlock block: UnsafeRawBufferPointer, fields: Int) {
+        storage = Array(block)
+        entries.reserveCapacity(fields)
+    }
+
+    /// Records a field of the block given to `init(parsedBlock:fields:)`: name and value are
+    /// ranges of that block, already validated and trimmed by the parser.
+    mutating func appendParsed(name: Range<Int>, value: Range<Int>, known: KnownField) {
+        entries.append(Entry(
+            nameStart: UInt32(name.lowerBound), nameCount: UInt32(name.count),
+            valueStart: UInt32(value.lowerBound), valueCount: UInt32(value.count),
             known: known
         ))
     }
