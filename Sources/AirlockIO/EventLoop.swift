@@ -26,6 +26,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Where this loop's streams read small inputs before appending them (see
     /// `Stream.readOnce`); one per loop, never shared across threads.
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.readChunk, alignment: 16)
+    /// Bounce buffer for `Stream.moveInput`'s small copies (never the read scratch, which
+    /// may hold a stream's staged input at that moment).
+    let moveScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.copyMoveLimit, alignment: 16)
 
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
@@ -71,6 +74,7 @@ public final class EventLoop: @unchecked Sendable {
         event_base_free(base)
         Glibc.close(wakeFD)
         readScratch.deallocate()
+        moveScratch.deallocate()
     }
 
     private func wake() {

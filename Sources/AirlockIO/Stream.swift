@@ -52,6 +52,12 @@ public final class Stream {
     fileprivate let loop: EventLoop
     private var fd: Int32
     @usableFromInline let input: OpaquePointer
+    /// Input not yet copied into `input`: during a read callback, the bytes one small read
+    /// left in the loop's scratch buffer, when `input` was empty. The owner usually consumes
+    /// them all in the callback (a whole request or response head and a small body), so
+    /// they never get a buffer of their own; what is left is appended to `input` when the
+    /// callback returns. Empty at every other time, and always while `input` is not empty.
+    @usableFromInline var staged = UnsafeRawBufferPointer(start: nil, count: 0)
     private let output: OpaquePointer
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
@@ -277,11 +283,14 @@ public final class Stream {
     // MARK: input
 
     @inlinable
-    public var inputLength: Int { evbuffer_get_length(input) }
+    public var inputLength: Int { staged.count + evbuffer_get_length(input) }
 
     /// Calls `body` with the first `min(max, inputLength)` input bytes made contiguous.
     @inlinable
     public func withInput<R, E: Error>(max: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        if staged.count > 0 {
+            return try body(UnsafeRawBufferPointer(rebasing: staged.prefix(Swift.min(max, staged.count))))
+        }
         let n = Swift.min(max, evbuffer_get_length(input))
         if n == 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         let p = evbuffer_pullup(input, n)
@@ -290,14 +299,34 @@ public final class Stream {
 
     public func drainInput(_ n: Int) {
         guard n > 0 else { return }
+        if staged.count > 0 {
+            staged = UnsafeRawBufferPointer(rebasing: staged.dropFirst(Swift.min(n, staged.count)))
+            return
+        }
         evbuffer_drain(input, n)
         if !readArmed { updateReadEvent() }
     }
 
-    /// Moves `n` input bytes to `other`'s output without copying where possible.
+    /// Moves `n` input bytes to `other`'s output: small amounts by copy, so they join the
+    /// head already queued there and go out in one `send`; larger ones by relinking chains,
+    /// without copying.
     public func moveInput(_ n: Int, to other: Stream) {
         guard n > 0 else { return }
-        evbuffer_remove_buffer(input, other.output, n)
+        if staged.count > 0 {
+            let take = Swift.min(n, staged.count)
+            _ = evbuffer_add(other.output, staged.baseAddress, take)
+            staged = UnsafeRawBufferPointer(rebasing: staged.dropFirst(take))
+            other.markDirty()
+            return
+        }
+        if n <= Self.copyMoveLimit {
+            let scratch = loop.moveScratch
+            _ = evbuffer_copyout(input, scratch.baseAddress, n)
+            evbuffer_drain(input, n)
+            _ = evbuffer_add(other.output, scratch.baseAddress, n)
+        } else {
+            evbuffer_remove_buffer(input, other.output, n)
+        }
         other.markDirty()
         if !readArmed { updateReadEvent() }
     }
@@ -398,6 +427,8 @@ public final class Stream {
     }
 
     static let writeIOVecs = 16
+    /// Up to this many bytes, `moveInput` copies instead of relinking.
+    static let copyMoveLimit = 4096
 
     /// Writes output as TLS records of up to 16 KiB. Returns false after a failure.
     private func tlsWrite(_ s: OpaquePointer) -> Bool {
@@ -517,8 +548,13 @@ public final class Stream {
             let scratch = loop.readScratch
             let got = recv(fd, scratch.baseAddress, scratch.count, 0)
             if got > 0 {
-                _ = evbuffer_add(input, scratch.baseAddress, got)
                 bulkReads = got == scratch.count
+                if !bulkReads && state == .open && evbuffer_get_length(input) == 0 {
+                    // Left in place for the owner (see `staged`); nothing follows this read.
+                    staged = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[..<got])
+                } else {
+                    _ = evbuffer_add(input, scratch.baseAddress, got)
+                }
             }
             return got
         }
@@ -577,6 +613,16 @@ public final class Stream {
         }
     }
 
+    /// Keeps what the owner left of a staged read: the scratch buffer is the next read's.
+    private func unstage() {
+        guard staged.count > 0 else { return }
+        if state == .open || state == .eof {
+            _ = evbuffer_add(input, staged.baseAddress, staged.count)
+        }
+        staged = UnsafeRawBufferPointer(start: nil, count: 0)
+        if readArmed && evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
+    }
+
     /// Whether another read may find data now: a full plain read, or TLS bytes OpenSSL
     /// already holds (otherwise the socket's own readiness brings us back, and an extra
     /// read would only return EAGAIN).
@@ -614,6 +660,7 @@ public final class Stream {
             // Decrypted bytes left inside OpenSSL fire no socket event: come back for them.
             if let s = ssl, SSL_has_pending(s) == 1 || n == -2 || n == 0 { event_active(readEvent, Int32(airlock_ev_read()), 0) }
             delegate?.streamReadable(self)
+            unstage()
             // A close that arrived with the data is seen on the next read.
             return
         }
