@@ -17,7 +17,9 @@ public final class EventLoop: @unchecked Sendable {
     private let lock = Mutex()
     private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
-    /// Streams written to during the current callback; flushed when it returns.
+    /// Streams written to during the current iteration, flushed when it ends: those that
+    /// carry requests to upstreams first, then the rest (responses to clients).
+    private var dirtyUpstream: [Stream] = []
     private var dirty: [Stream] = []
     private var flushing: [Stream] = []
 
@@ -41,15 +43,22 @@ public final class EventLoop: @unchecked Sendable {
         return common
     }
 
-    func markDirty(_ s: Stream) { dirty.append(s) }
+    func markDirty(_ s: Stream) {
+        if s.flushesFirst { dirtyUpstream.append(s) } else { dirty.append(s) }
+    }
 
-    /// Called after every callback this module dispatches: writes what was queued in one
-    /// go per stream, straight to the socket, without a round trip through epoll.
+    /// Called when each loop iteration ends: writes what was queued in one go per stream,
+    /// straight to the socket, without a round trip through epoll.
+    ///
+    /// Requests go out before responses (as HAProxy orders its sends): the upstream can start
+    /// on the whole batch while the responses are written, and, sharing a CPU with us, it
+    /// is woken once for more requests instead of once per request. Measured with the bench
+    /// upstream: fewer upstream wake-ups per request than with the order of the events.
     func flushDirty() {
-        // Two lists swapped in turn: flushing may dirty more streams, and neither list
-        // is ever copied.
-        while !dirty.isEmpty {
-            swap(&dirty, &flushing)
+        // Lists swapped in turn: flushing may dirty more streams, and no list is copied.
+        while !dirtyUpstream.isEmpty || !dirty.isEmpty {
+            if dirtyUpstream.isEmpty { swap(&dirtyUpstream, &dirty) }
+            swap(&dirtyUpstream, &flushing)
             for s in flushing { s.flush() }
             flushing.removeAll(keepingCapacity: true)
         }

@@ -66,6 +66,9 @@ public final class Stream {
     private var readArmed = false          // the read event is added
     private var writeArmed = false         // the write event is added
     private var isDirty = false
+    /// Streams we connected (to upstreams) are flushed before accepted ones (to clients):
+    /// see `EventLoop.flushDirty`.
+    let flushesFirst: Bool
     /// Reads go straight into reserved input space (a bulk transfer is under way).
     private var bulkReads = false
     /// Timeouts as libevent common timeouts (computed when set, not per re-arm).
@@ -100,6 +103,7 @@ public final class Stream {
     public init(loop: EventLoop, fd: Int32) {
         self.loop = loop
         self.fd = fd
+        flushesFirst = false
         input = evbuffer_new()
         output = evbuffer_new()
         state = .open
@@ -112,6 +116,7 @@ public final class Stream {
     public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration, tls: TLSSetup? = nil) throws {
         self.loop = loop
         self.tlsSetup = tls
+        flushesFirst = true
         input = evbuffer_new()
         output = evbuffer_new()
         state = .connecting
