@@ -92,7 +92,12 @@ extension ClientConnection {
             }
             guard let len = n else { return }
             let parsed: Result<ResponseHead, WireError> = u.stream.withInput(max: len) { buf in
-                do throws(WireError) { return .success(try ResponseParser.parse(buf)) } catch { return .failure(error) }
+                let spare = worker.takeSpareHeaders()
+                do throws(WireError) {
+                    return .success(try ResponseParser.parse(buf, reusing: spare))
+                } catch {
+                    return .failure(error)
+                }
             }
             u.stream.drainInput(len)
             ex.responseScanner.reset()
@@ -226,6 +231,8 @@ extension ClientConnection {
         }
         logAccess(ex, status: ex.responseStatus, complete: true)
         exchange = nil
+        worker.recycle(ex.request.headers)
+        if let r = ex.response { worker.recycle(r.headers) }
         if ex.clientKeepAlive && !drainRequested {
             state = .awaitingHead
             stream.setReading(true)

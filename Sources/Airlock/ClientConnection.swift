@@ -133,8 +133,9 @@ final class ClientConnection: StreamDelegate {
                 return
             }
             let parsed: Result<RequestHead, WireError> = stream.withInput(max: n) { buf in
+                let spare = worker.takeSpareHeaders()
                 do throws(WireError) {
-                    return .success(try RequestParser.parse(buf, limits: worker.wireLimits))
+                    return .success(try RequestParser.parse(buf, limits: worker.wireLimits, reusing: spare))
                 } catch {
                     return .failure(error)
                 }

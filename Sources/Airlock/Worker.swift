@@ -21,6 +21,11 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var requestCounter: UInt64 = 0
     /// One head is serialized at a time on a loop: its buffer is reused for every head.
     var headWriter = HeadWriter(capacity: 4096)
+    /// Header storage of finished exchanges, given to the parser of a later head so that
+    /// parsing does not allocate. Bounded in count and in the size of each.
+    private var spareHeaders: [HTTPHeaders] = []
+    static let spareHeadersMax = 256
+    static let spareHeaderBytesMax = 4096
     private var flushing = 0
     private var reportedIdle = false
     private let onIdle: @Sendable (Int) -> Void
@@ -49,6 +54,15 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     /// asks, and asking the Logger copies its handler.
     let logsAccess: Bool
     var connectionCount: Int { clients.count }
+
+    /// Storage for the next parsed head: a recycled one, or a new (empty) one.
+    func takeSpareHeaders() -> HTTPHeaders { spareHeaders.popLast() ?? HTTPHeaders() }
+
+    /// Keeps a finished head's header storage for a later parse (usually unshared by then).
+    func recycle(_ headers: HTTPHeaders) {
+        guard spareHeaders.count < Self.spareHeadersMax, headers.retainedBytes <= Self.spareHeaderBytesMax else { return }
+        spareHeaders.append(headers)
+    }
 
     // MARK: connections
 

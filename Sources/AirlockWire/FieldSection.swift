@@ -29,10 +29,13 @@ struct FieldSection {
 
     /// Parses field lines from `start` up to and including the empty line, which must end `head`
     /// exactly. More than `maxCount` fields → `tooManyHeaders` (431).
-    static func parse(_ head: UnsafeRawBufferPointer, from start: Int, maxCount: Int) throws(WireError) -> FieldSection {
+    /// `reusing` donates its storage (see `HTTPHeaders.refill`); its fields are discarded.
+    static func parse(_ head: UnsafeRawBufferPointer, from start: Int, maxCount: Int,
+                      reusing: consuming HTTPHeaders = HTTPHeaders()) throws(WireError) -> FieldSection {
         var section = FieldSection()
         // Storage is one copy of the field block; fields are recorded by their offsets in it.
-        section.headers = HTTPHeaders(parsedBlock: UnsafeRawBufferPointer(rebasing: head[start...]), fields: 16)
+        section.headers = reusing
+        section.headers.refill(parsedBlock: UnsafeRawBufferPointer(rebasing: head[start...]), fields: 16)
         var lineStart = start
         while true {
             guard let lf = try FieldLine.lineEnd(head, from: lineStart) else {

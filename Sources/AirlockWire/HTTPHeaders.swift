@@ -23,6 +23,11 @@ public struct HTTPHeaders: Sendable, Equatable {
 
     public var isEmpty: Bool { entries.isEmpty }
 
+    /// Bytes of storage these headers hold on to (capacity, not just what is used).
+    public var retainedBytes: Int {
+        storage.capacity + entries.capacity * MemoryLayout<Entry>.stride
+    }
+
     /// The name as received (case kept).
     public func name(at i: Int) -> String {
         withNameBytes(at: i) { String(decoding: $0, as: UTF8.self) }
@@ -136,14 +141,17 @@ public struct HTTPHeaders: Sendable, Equatable {
         ))
     }
 
-    /// Starts from a copy of a parsed field block (one copy for every field); the parser then
-    /// records each field with `appendParsed`, by its offsets in `block`.
-    init(parsedBlock block: UnsafeRawBufferPointer, fields: Int) {
-        storage = Array(block)
+    /// Empties these headers and starts them over from a copy of a parsed field block (one
+    /// copy for every field), in the storage they already have when nothing else shares it.
+    /// The parser then records each field with `appendParsed`, by its offsets in `block`.
+    mutating func refill(parsedBlock block: UnsafeRawBufferPointer, fields: Int) {
+        storage.removeAll(keepingCapacity: true)
+        storage.append(contentsOf: block)
+        entries.removeAll(keepingCapacity: true)
         entries.reserveCapacity(fields)
     }
 
-    /// Records a field of the block given to `init(parsedBlock:fields:)`: name and value are
+    /// Records a field of the block given to `refill(parsedBlock:fields:)`: name and value are
     /// ranges of that block, already validated and trimmed by the parser.
     mutating func appendParsed(name: Range<Int>, value: Range<Int>, known: KnownField) {
         entries.append(Entry(

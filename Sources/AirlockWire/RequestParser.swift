@@ -7,7 +7,11 @@
 public enum RequestParser {
     /// Parses exactly the bytes `HeadScanner` measured: the head must end with its empty line and
     /// hold nothing after it (`incompleteHead` otherwise).
-    public static func parse(_ head: UnsafeRawBufferPointer, limits: WireLimits) throws(WireError) -> RequestHead {
+    ///
+    /// `reusing` donates its storage to the new head's headers (pass the previous head's
+    /// headers, not otherwise kept, to parse without allocating); its fields are discarded.
+    public static func parse(_ head: UnsafeRawBufferPointer, limits: WireLimits,
+                             reusing: consuming HTTPHeaders = HTTPHeaders()) throws(WireError) -> RequestHead {
         guard head.count <= limits.headerBytes else {
             throw WireError(.headersTooLarge, "head longer than \(limits.headerBytes) bytes")
         }
@@ -30,7 +34,7 @@ public enum RequestParser {
         }
 
         let (method, target, version) = try parseRequestLine(line)
-        let section = try FieldSection.parse(head, from: lf + 1, maxCount: limits.headerCount)
+        let section = try FieldSection.parse(head, from: lf + 1, maxCount: limits.headerCount, reusing: reusing)
         let framing = try section.declaredFraming(version: version, head: head) ?? .none
         let authority = try effectiveAuthority(target: target, version: version, section: section, head: head)
 

@@ -6,8 +6,10 @@
 /// them to its client as 502, whatever `WireError.status` says.
 public enum ResponseParser {
     /// Parses exactly the bytes `HeadScanner(kind: .response)` measured.
-    public static func parse(_ head: UnsafeRawBufferPointer) throws(WireError) -> ResponseHead {
-        try parse(head, maxFields: Int.max)
+    /// `reusing` donates its storage to the new head's headers (see `RequestParser.parse`).
+    public static func parse(_ head: UnsafeRawBufferPointer,
+                             reusing: consuming HTTPHeaders = HTTPHeaders()) throws(WireError) -> ResponseHead {
+        try parse(head, maxFields: Int.max, reusing: reusing)
     }
 
     /// Parses a response head, also enforcing the size and field-count limits of `limits`.
@@ -15,16 +17,17 @@ public enum ResponseParser {
         guard head.count <= limits.headerBytes else {
             throw WireError(.headersTooLarge, "head longer than \(limits.headerBytes) bytes")
         }
-        return try parse(head, maxFields: limits.headerCount)
+        return try parse(head, maxFields: limits.headerCount, reusing: HTTPHeaders())
     }
 
-    private static func parse(_ head: UnsafeRawBufferPointer, maxFields: Int) throws(WireError) -> ResponseHead {
+    private static func parse(_ head: UnsafeRawBufferPointer, maxFields: Int,
+                              reusing: consuming HTTPHeaders) throws(WireError) -> ResponseHead {
         guard let lf = try FieldLine.lineEnd(head, from: 0) else {
             throw WireError(.incompleteHead, "status line without CRLF")
         }
         let line = UnsafeRawBufferPointer(rebasing: head[..<(lf - 1)])
         let (version, status, reason) = try parseStatusLine(line)
-        let section = try FieldSection.parse(head, from: lf + 1, maxCount: maxFields)
+        let section = try FieldSection.parse(head, from: lf + 1, maxCount: maxFields, reusing: reusing)
         let framing = try section.declaredFraming(version: version, head: head) ?? .closeDelimited
         return ResponseHead(
             version: version, status: status, reason: reason, headers: section.headers,

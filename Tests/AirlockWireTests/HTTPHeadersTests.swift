@@ -62,6 +62,33 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertEqual(head.headers, expected)
     }
 
+    func testParsingIntoReusedStorageKeepsNothingOfTheOldHead() throws {
+        let big = "GET /a HTTP/1.1\r\nHost: first.test\r\nX-Long: " + String(repeating: "v", count: 300)
+            + "\r\nX-B: 2\r\nX-C: 3\r\nConnection: close\r\n\r\n"
+        let small = "GET /b HTTP/1.1\r\nHost: h\r\nX-A:  1 \r\n\r\n"
+        let previous = try request(big).headers
+        let capacityBefore = previous.retainedBytes
+        let reused = try Array(small.utf8).withUnsafeBytes {
+            try RequestParser.parse($0, limits: WireLimits(), reusing: previous)
+        }
+        let fresh = try request(small)
+        XCTAssertEqual(reused.headers, fresh.headers)
+        XCTAssertEqual(reused.headers.count, 2)
+        XCTAssertEqual(reused.headers.first(name: "x-long"), nil)
+        XCTAssertEqual(reused.headers.value(at: 1), "1")
+        XCTAssertTrue(reused.keepAlive, "framing facts come from the new head only")
+        XCTAssertGreaterThanOrEqual(reused.headers.retainedBytes, capacityBefore,
+                                    "the donated storage is kept, not shrunk")
+
+        let resp = try Array("HTTP/1.1 204 No Content\r\nX-R: r\r\n\r\n".utf8).withUnsafeBytes {
+            try ResponseParser.parse($0, reusing: reused.headers)
+        }
+        XCTAssertEqual(resp.headers.count, 1)
+        XCTAssertEqual(resp.headers.name(at: 0), "X-R")
+        XCTAssertEqual(resp.headers.value(at: 0), "r")
+        XCTAssertEqual(reused.headers.value(at: 0), "h", "a donor still in use keeps its fields (copy on write)")
+    }
+
     func testWireErrorStatusesAndReasons() {
         let cases: [(WireError.Code, Int, String)] = [
             (.requestLineTooLong, 414, "request-line-too-long"), (.headersTooLarge, 431, "headers-too-large"),
