@@ -94,7 +94,7 @@ extension ClientConnection {
             let parsed: Result<ResponseHead, WireError> = u.stream.withInput(max: len) { buf in
                 let spare = worker.takeSpareHeaders()
                 do throws(WireError) {
-                    return .success(try ResponseParser.parse(buf, reusing: spare))
+                    return .success(try ResponseParser.parse(buf, reusing: consume spare))
                 } catch {
                     return .failure(error)
                 }

@@ -135,7 +135,7 @@ final class ClientConnection: StreamDelegate {
             let parsed: Result<RequestHead, WireError> = stream.withInput(max: n) { buf in
                 let spare = worker.takeSpareHeaders()
                 do throws(WireError) {
-                    return .success(try RequestParser.parse(buf, limits: worker.wireLimits, reusing: spare))
+                    return .success(try RequestParser.parse(buf, limits: worker.wireLimits, reusing: consume spare))
                 } catch {
                     return .failure(error)
                 }

@@ -34,7 +34,7 @@ struct FieldSection {
                       reusing: consuming HTTPHeaders = HTTPHeaders()) throws(WireError) -> FieldSection {
         var section = FieldSection()
         // Storage is one copy of the field block; fields are recorded by their offsets in it.
-        section.headers = reusing
+        section.headers = consume reusing
         section.headers.refill(parsedBlock: UnsafeRawBufferPointer(rebasing: head[start...]), fields: 16)
         var lineStart = start
         while true {

@@ -34,7 +34,7 @@ public enum RequestParser {
         }
 
         let (method, target, version) = try parseRequestLine(line)
-        let section = try FieldSection.parse(head, from: lf + 1, maxCount: limits.headerCount, reusing: reusing)
+        let section = try FieldSection.parse(head, from: lf + 1, maxCount: limits.headerCount, reusing: consume reusing)
         let framing = try section.declaredFraming(version: version, head: head) ?? .none
         let authority = try effectiveAuthority(target: target, version: version, section: section, head: head)
 

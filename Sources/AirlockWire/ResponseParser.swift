@@ -9,7 +9,7 @@ public enum ResponseParser {
     /// `reusing` donates its storage to the new head's headers (see `RequestParser.parse`).
     public static func parse(_ head: UnsafeRawBufferPointer,
                              reusing: consuming HTTPHeaders = HTTPHeaders()) throws(WireError) -> ResponseHead {
-        try parse(head, maxFields: Int.max, reusing: reusing)
+        try parse(head, maxFields: Int.max, reusing: consume reusing)
     }
 
     /// Parses a response head, also enforcing the size and field-count limits of `limits`.
@@ -27,7 +27,7 @@ public enum ResponseParser {
         }
         let line = UnsafeRawBufferPointer(rebasing: head[..<(lf - 1)])
         let (version, status, reason) = try parseStatusLine(line)
-        let section = try FieldSection.parse(head, from: lf + 1, maxCount: maxFields, reusing: reusing)
+        let section = try FieldSection.parse(head, from: lf + 1, maxCount: maxFields, reusing: consume reusing)
         let framing = try section.declaredFraming(version: version, head: head) ?? .closeDelimited
         return ResponseHead(
             version: version, status: status, reason: reason, headers: section.headers,
