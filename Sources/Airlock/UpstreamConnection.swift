@@ -46,7 +46,7 @@ final class UpstreamConnection: StreamDelegate {
         if key.scheme == "https", let security {
             let ctx = try worker.context.tls.context(for: security)
             let sink = SessionSink()
-            let tls = TLSSetup(context: ctx, serverName: key.host, session: worker.tlsSessions.session(for: sessionKey)) {
+            let tls = TLSSetup(context: ctx, serverName: key.host, session: worker.tlsSessions.retainedSession(for: sessionKey)) {
                 sink.connection?.offerSession($0) ?? false
             }
             stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout, tls: tls)

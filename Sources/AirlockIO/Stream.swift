@@ -17,7 +17,9 @@ public struct TLSSetup {
     public let context: TLSClientContext
     /// SNI name (omitted for IP literals).
     public let serverName: String
-    /// A session to resume (from this worker's cache, same host and policy), or nil.
+    /// A session to resume (from this worker's cache, same host and policy), or nil. The
+    /// setup owns one reference to it (`TLSSessionCache.retainedSession`), which the stream
+    /// releases once the handshake has taken its own, or when it closes without one.
     public let session: OpaquePointer?
     /// Offered each new session the server issues; return true to take ownership.
     public let onNewSession: (OpaquePointer) -> Bool
@@ -40,13 +42,15 @@ public protocol StreamDelegate: AnyObject {
 }
 
 /// A buffered, non-blocking TCP stream: a socket, an input and an output evbuffer, and
-/// two libevent events. Payload moves between streams with `moveInput(_:to:)`, which
-/// relinks evbuffer chains instead of copying bytes.
+/// two libevent events. Payload moves between streams with `moveInput(_:to:)`: bulk by
+/// relinking evbuffer chains (no copy), small amounts by copy into the chain the head
+/// already sits in, so a small response leaves in one `send`.
 ///
 /// Output is written through: what a loop iteration queues is written straight to the
-/// socket when the iteration ends (`flush`), and the write event is armed only while the
-/// kernel does not take everything. Reads go into reserved evbuffer space with one recv,
-/// no FIONREAD probe.
+/// socket when the iteration ends (`flush`; upstream-bound streams first), and the write
+/// event is armed only while the kernel does not take everything. Reads are one `recv`,
+/// no FIONREAD probe: small ones into the loop's scratch buffer, where the owner parses
+/// them in place (`staged`), bulk ones straight into reserved evbuffer space.
 public final class Stream {
     public unowned(unsafe) var delegate: (any StreamDelegate)?
     fileprivate let loop: EventLoop
@@ -86,6 +90,7 @@ public final class Stream {
     private var tlsSetup: TLSSetup?
     private var ssl: OpaquePointer?
     private var tlsError = ""
+    private var resumeSessionReleased = false
 
     private enum State {
         case connecting      // → .handshaking, .open or .closed
@@ -122,8 +127,8 @@ public final class Stream {
         state = .connecting
         fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
-            evbuffer_free(input)
-            evbuffer_free(output)
+            // Fully initialized: deinit runs on this throw and frees the buffers (and the
+            // session reference), so nothing is freed here.
             throw IOError.errno(.socket, "socket")
         }
         var one: Int32 = 1
@@ -142,6 +147,7 @@ public final class Stream {
 
     deinit {
         if let s = ssl { SSL_free(s) }
+        releaseResumeSession()
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
@@ -195,9 +201,18 @@ public final class Stream {
         if SocketAddress(ipLiteral: name.hasPrefix("[") ? String(name.dropFirst().dropLast()) : name, port: 0) == nil {
             _ = airlock_SSL_set_tlsext_host_name(s, name)
         }
-        if let session = setup.session { SSL_set_session(s, session) }
+        if let session = setup.session { SSL_set_session(s, session) }   // takes its own reference
+        releaseResumeSession()
         state = .handshaking
         continueHandshake()
+    }
+
+    /// Drops the setup's reference to the session to resume (at most once).
+    private func releaseResumeSession() {
+        if !resumeSessionReleased, let session = tlsSetup?.session {
+            resumeSessionReleased = true
+            SSL_SESSION_free(session)
+        }
     }
 
     private func continueHandshake() {

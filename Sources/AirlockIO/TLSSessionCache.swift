@@ -10,8 +10,14 @@ public final class TLSSessionCache {
 
     deinit { for s in sessions.values { SSL_SESSION_free(s) } }
 
-    /// The session to resume for `key`, if any (the cache keeps its reference).
-    public func session(for key: String) -> OpaquePointer? { sessions[key] }
+    /// The session to resume for `key`, if any, as a new reference the caller owns (and
+    /// must free, e.g. by handing it to `TLSSetup`): the cache may replace and free its own
+    /// at any time, while a connection that will resume the session is still connecting.
+    public func retainedSession(for key: String) -> OpaquePointer? {
+        guard let s = sessions[key] else { return nil }
+        SSL_SESSION_up_ref(s)
+        return s
+    }
 
     /// Takes ownership of `session` and makes it the one for `key`.
     public func store(_ session: OpaquePointer, for key: String) {

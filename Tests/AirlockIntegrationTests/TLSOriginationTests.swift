@@ -325,6 +325,40 @@ final class TLSOriginationTests: XCTestCase {
         XCTAssertEqual(o.serverNames, ["localhost", "localhost"])
     }
 
+    /// Regression (a use-after-free that crashed Airlock under load): a connection that will
+    /// resume the cached session holds its own reference to it, so the cache replacing and
+    /// freeing its copy meanwhile (other connections' new tickets) cannot free it under the
+    /// connecting one. Eight clients in parallel, each request on a fresh upstream
+    /// connection, sessions replaced all the while: every response arrives whole and
+    /// Airlock stays up.
+    func testSessionReplacedWhileAnotherConnectionIsConnectingStaysValid() throws {
+        let o = try origin()
+        let a = try gateway(o, security: security(), limits: ["max_idle_per_upstream": "0"])
+        let threads = 8, perThread = 25
+        let failures = Failures()
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            for i in 0..<perThread {
+                let path = "/s\(t)-\(i)"
+                do {
+                    let c = try RawClient(port: a.port)
+                    defer { c.close() }
+                    let r = try c.exchange("GET \(path) HTTP/1.1\r\nHost: app.example.test\r\nConnection: close\r\n\r\n")
+                    let body = String(decoding: r.body, as: UTF8.self)
+                    if r.status != 200 || body != "hello over tls \(path)" {
+                        failures.add("\(path): \(r.status) \(body)")
+                    }
+                } catch {
+                    failures.add("\(path): \(error)")
+                }
+            }
+        }
+        XCTAssertEqual(failures.all, [], a.stderrText)
+        XCTAssertNil(a.waitForExit(timeout: 0.2), "Airlock exited:\n\(a.stderrText)")
+        XCTAssertEqual(o.requestLines.count, threads * perThread, o.logText)
+        XCTAssertGreaterThan(o.resumedHandshakes, 0, "sessions were resumed: \(o.logText)")
+        XCTAssertGreaterThan(o.handshakes, threads, "every request had its own upstream connection")
+    }
+
     /// Two routes to one origin under different policies: a session cached under the trusting route is never
     /// offered under the other, so its pin check runs on a full handshake and fails.
     func testResumedSessionNeverSkipsAnotherRoutesPinCheck() throws {
@@ -420,4 +454,12 @@ final class TLSOriginationTests: XCTestCase {
             if status != 0 { break }
         }
     }
+}
+
+/// Failures collected from concurrent clients.
+private final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    func add(_ s: String) { lock.withLock { items.append(s) } }
+    var all: [String] { lock.withLock { items } }
 }
