@@ -103,6 +103,9 @@ public final class Stream {
     }
 
     static let readChunk = 32 * 1024
+    /// What a bulk read reserves: a 32 KiB allocation once libevent adds its chain header
+    /// (asking for a full 32 KiB would allocate 64 KiB and use half).
+    static let bulkReserve = readChunk - 128
 
     /// Wraps an accepted, connected, non-blocking socket.
     public init(loop: EventLoop, fd: Int32) {
@@ -581,7 +584,7 @@ public final class Stream {
         var iov = (iovec(), iovec())
         let n: Int = withUnsafeMutablePointer(to: &iov) { p in
             p.withMemoryRebound(to: iovec.self, capacity: 2) { v in
-                let count = evbuffer_reserve_space(input, Self.readChunk, v, 2)
+                let count = evbuffer_reserve_space(input, Self.bulkReserve, v, 2)
                 guard count >= 1 else { return -1 }
                 let got = count == 1 ? recv(fd, v[0].iov_base, v[0].iov_len, 0) : readv(fd, v, count)
                 if got > 0 {
@@ -648,7 +651,7 @@ public final class Stream {
     /// read would only return EAGAIN).
     private func moreToRead(_ n: Int) -> Bool {
         if let s = ssl { return n > 0 && SSL_has_pending(s) == 1 }
-        return n >= Self.readChunk
+        return n >= (bulkReads ? Self.bulkReserve : Self.readChunk)
     }
 
     fileprivate func onReadable(_ what: Int16) {
