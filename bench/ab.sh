@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# bench/ab.sh: interleaved A/B of two Airlock binaries, side by side with the peers.
+#
+#   bench/ab.sh BINARY_A BINARY_B          (as root, like make bench)
+#
+# On this shared 2-core machine one sequential run cannot tell 5 % apart (a target
+# moves 15-40 % between runs), so this alternates short wrk runs over every target
+# for ROUNDS rounds and prints each target's median and mean: compare medians of A and
+# B, with haproxy and nginx as the yardstick of the same minutes.
+#
+# Uses the shared harness's upstream nginx and its nginx/haproxy peers (started here if
+# they are not running, and then stopped again), the same pinning as make bench (wrk on
+# CPU 0, upstream and proxies on CPU 1), one worker each, access logs off.
+# Env: ROUNDS (10)  DUR (2 s per run)  CONNS (64)  BENCH_PATH (/small)
+#      CONFIG (bench/gateway.yaml; its listen port is overridden)  SHARED (../shared)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED=${SHARED:-$REPO/../shared}
+HARNESS=$(cd "$SHARED/bench" && pwd)
+# shellcheck source=/dev/null
+source "$HARNESS/lib.sh"   # log die wait_port srv_pin wrk_pin
+
+[ $# -eq 2 ] || die "usage: $0 BINARY_A BINARY_B"
+A=$(readlink -f "$1"); B=$(readlink -f "$2")
+[ -x "$A" ] && [ -x "$B" ] || die "both binaries must exist and be executable"
+[ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it)"
+ROUNDS=${ROUNDS:-10}; DUR=${DUR:-2}; CONNS=${CONNS:-64}; BENCH_PATH=${BENCH_PATH:-/small}
+CONFIG=${CONFIG:-$REPO/bench/gateway.yaml}
+PORT_A=18611; PORT_B=18612
+
+started=()
+for s in upstream nginx haproxy; do
+  if ! "$HARNESS/servers.sh" status "$s" | grep -q running; then
+    "$HARNESS/servers.sh" start "$s" >/dev/null
+    started+=("$s")
+  fi
+done
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  [ ${#started[@]} -eq 0 ] || "$HARNESS/servers.sh" stop "${started[@]}" >/dev/null
+}
+trap cleanup EXIT
+
+for side in A B; do
+  bin=$A; port=$PORT_A
+  [ $side = B ] && { bin=$B; port=$PORT_B; }
+  $(srv_pin) "$bin" run --config "$CONFIG" --listen "127.0.0.1:$port" --workers 1 --log-level warning \
+    >"/tmp/airlock-ab-$side.log" 2>&1 &
+  pids+=($!)
+  wait_port "$port" || die "airlock $side did not start (see /tmp/airlock-ab-$side.log)"
+done
+
+names=(haproxy nginx A B)
+declare -A port=([haproxy]=18201 [nginx]=18101 [A]=$PORT_A [B]=$PORT_B) results=()
+run_wrk() {  # run_wrk PORT SECONDS -> req/s (integer), 0 on failure
+  timeout $(($2 + 10)) $(wrk_pin) wrk -t2 -c"$CONNS" -d"$2"s "http://127.0.0.1:$1$BENCH_PATH" 2>/dev/null \
+    | awk '/Requests\/sec/ {printf "%d", $2; found=1} END {if (!found) printf "0"}'
+}
+for n in "${names[@]}"; do run_wrk "${port[$n]}" 1 >/dev/null; done   # warm-up
+for r in $(seq "$ROUNDS"); do
+  line="round $r:"
+  for n in "${names[@]}"; do
+    v=$(run_wrk "${port[$n]}" "$DUR")
+    results[$n]="${results[$n]:-} $v"
+    line="$line $n=$v"
+  done
+  echo "$line"
+done
+echo "A = $A"
+echo "B = $B"
+for n in "${names[@]}"; do
+  tr ' ' '\n' <<<"${results[$n]}" | grep . | sort -n \
+    | awk -v n="$n" '{v[NR]=$1; s+=$1} END {printf "%-8s median %7d  mean %7d  (%d runs of %ss, req/s)\n", n, v[int((NR+1)/2)], s/NR, NR, "'"$DUR"'"}'
+done
