@@ -23,7 +23,7 @@ source "$HARNESS/lib.sh"   # log die wait_port srv_pin wrk_pin
 
 [ $# -eq 2 ] || die "usage: $0 BINARY_A BINARY_B"
 A=$(readlink -f "$1"); B=$(readlink -f "$2")
-[ -x "$A" ] && [ -x "$B" ] || die "both binaries must exist and be executable"
+if [ ! -x "$A" ] || [ ! -x "$B" ]; then die "both binaries must exist and be executable"; fi
 [ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it)"
 ROUNDS=${ROUNDS:-10}; DUR=${DUR:-2}; CONNS=${CONNS:-64}; BENCH_PATH=${BENCH_PATH:-/small}
 CONFIG=${CONFIG:-$REPO/bench/gateway.yaml}
@@ -47,6 +47,7 @@ trap cleanup EXIT
 for side in A B; do
   bin=$A; port=$PORT_A
   [ $side = B ] && { bin=$B; port=$PORT_B; }
+  # shellcheck disable=SC2046
   $(srv_pin) "$bin" run --config "$CONFIG" --listen "127.0.0.1:$port" --workers 1 --log-level warning \
     >"/tmp/airlock-ab-$side.log" 2>&1 &
   pids+=($!)
@@ -56,6 +57,7 @@ done
 names=(haproxy nginx A B)
 declare -A port=([haproxy]=18201 [nginx]=18101 [A]=$PORT_A [B]=$PORT_B) results=()
 run_wrk() {  # run_wrk PORT SECONDS -> req/s (integer), 0 on failure
+  # shellcheck disable=SC2046  # $(wrk_pin) is "taskset -c N" or nothing: split on purpose
   timeout $(($2 + 10)) $(wrk_pin) wrk -t2 -c"$CONNS" -d"$2"s "http://127.0.0.1:$1$BENCH_PATH" 2>/dev/null \
     | awk '/Requests\/sec/ {printf "%d", $2; found=1} END {if (!found) printf "0"}'
 }
