@@ -4,12 +4,10 @@ import Glibc
 /// Starts the built `airlock` executable as a child process, like a user would:
 /// `airlock run --config <temp file> <extraArgs>`, stdout read as JSON log lines on a background thread.
 public final class AirlockProcess: @unchecked Sendable {
-    private let child: ChildProcess
-    private let log: ProcessLog
-    private let waker: Waker
+    private let process: MonitoredChild
+    private var child: ChildProcess { process.child }
+    private var log: ProcessLog { process.log }
     private let directory: String
-    private let stopLock = NSLock()
-    private var stopped = false
 
     /// The port from the `airlock.listening` log record.
     public let port: UInt16
@@ -24,32 +22,20 @@ public final class AirlockProcess: @unchecked Sendable {
                 environment: [String: String] = [:]) throws {
         directory = try makeTemporaryDirectory(prefix: "airlock-process")
         configPath = directory + "/airlock.yaml"
-        let child: ChildProcess
-        let waker: Waker
         do {
             try Data(configYAML.utf8).write(to: URL(fileURLWithPath: configPath))
-            waker = try Waker()
-            do {
-                child = try ChildProcess.spawn(executable: executable,
-                                               arguments: ["run", "--config", configPath] + extraArgs,
-                                               environment: ChildProcess.environmentWithoutProxies()
-                                                   .merging(environment) { $1 })
-            } catch {
-                waker.close()
-                throw error
-            }
+            process = try MonitoredChild(executable: executable, arguments: ["run", "--config", configPath] + extraArgs,
+                                         environment: ChildProcess.environmentWithoutProxies().merging(environment) { $1 },
+                                         threadName: "AirlockProcess")
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
         }
-        let log = ProcessLog()
-        self.child = child
-        self.log = log
-        self.waker = waker
 
-        log.startReading(child, waker: waker, threadName: "AirlockProcess:\(child.pid)")
-
-        switch Self.awaitListening(child: child, log: log, timeout: startTimeout) {
+        let ready = process.awaitReady(timeout: startTimeout, exited: "airlock exited",
+                                       readyLine: "logging airlock.listening",
+                                       noReadyLine: "no airlock.listening log line", recognize: Self.listeningPort)
+        switch ready {
         case .success(let port):
             self.port = port
         case .failure(let failure):
@@ -71,37 +57,15 @@ public final class AirlockProcess: @unchecked Sendable {
         stop()
     }
 
-    private static func awaitListening(child: ChildProcess, log: ProcessLog,
-                                       timeout: Double) -> Result<UInt16, AirlockTestingError> {
-        let deadline = Deadline(seconds: timeout)
-        var seen = 0
-        while true {
-            // Wake at least every 100 ms to notice an exit whose stdout is still held open elsewhere.
-            let slice = Date(timeIntervalSinceNow: min(0.1, Double(deadline.remainingMilliseconds) / 1000))
-            let (lines, ended) = log.lines(from: seen, waitingUntil: slice)
-            seen += lines.count
-            for line in lines {
-                guard let record = ProcessLog.parseRecord(line), record["event"] as? String == "airlock.listening" else {
-                    continue
-                }
-                guard let port = integer(record["port"]), (1...65_535).contains(port) else {
-                    return .failure(AirlockTestingError(.process, "airlock.listening without a valid integer port: \(line)"))
-                }
-                return .success(UInt16(port))
-            }
-            if let status = child.exitStatusIfExited() {
-                _ = log.waitForReaderEnd(timeout: 1)
-                if log.allLines.count > seen { continue }  // a last line may say it listened after all
-                return .failure(AirlockTestingError(.process, "airlock exited with status \(status) before logging airlock.listening"))
-            }
-            if ended, lines.isEmpty, deadline.hasPassed == false {
-                // stdout closed but the child lives on: it will never log; wait for exit or the deadline.
-                usleep(20_000)
-            }
-            if deadline.hasPassed {
-                return .failure(AirlockTestingError(.timeout, "no airlock.listening log line within \(timeout) s"))
-            }
+    /// The port of an `airlock.listening` record; nil for any other line.
+    private static func listeningPort(_ line: String) -> Result<UInt16, AirlockTestingError>? {
+        guard let record = ProcessLog.parseRecord(line), record["event"] as? String == "airlock.listening" else {
+            return nil
         }
+        guard let port = integer(record["port"]), (1...65_535).contains(port) else {
+            return .failure(AirlockTestingError(.process, "airlock.listening without a valid integer port: \(line)"))
+        }
+        return .success(UInt16(port))
     }
 
     private static func integer(_ value: Any?) -> Int? {
@@ -166,17 +130,7 @@ public final class AirlockProcess: @unchecked Sendable {
     /// SIGTERM, wait up to 10 s, then SIGKILL; then ends the reader thread and removes the temp config.
     /// Idempotent; also on deinit.
     public func stop() {
-        let first: Bool = stopLock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        child.terminate(grace: 10)
-        // The child is gone; its pipes reach end of file unless a grandchild holds them.
-        if !log.waitForReaderEnd(timeout: 2) {
-            waker.wake()
-        }
-        if log.waitForReaderEnd(timeout: 5) { waker.close() }
+        guard process.stop(grace: 10) else { return }
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -18,11 +18,9 @@ public final class TLSTestOrigin: @unchecked Sendable {
         case closeDelimitedWithCloseNotify
     }
 
-    private let child: ChildProcess
-    private let log: ProcessLog
-    private let waker: Waker
-    private let stopLock = NSLock()
-    private var stopped = false
+    private let process: MonitoredChild
+    private var child: ChildProcess { process.child }
+    private var log: ProcessLog { process.log }
 
     /// The port it listens on, from its `PORT <n>` line.
     public let port: UInt16
@@ -38,24 +36,13 @@ public final class TLSTestOrigin: @unchecked Sendable {
         case .closeDelimited: arguments += ["--mode", "close-delimited"]
         case .closeDelimitedWithCloseNotify: arguments += ["--mode", "close-delimited", "--close-notify"]
         }
-        let waker = try Waker()
         let python = TLSFixtureScripts.python()
-        let child: ChildProcess
-        do {
-            child = try ChildProcess.spawn(executable: python, arguments: arguments,
-                                           environment: ChildProcess.environmentWithoutProxies())
-        } catch {
-            waker.close()
-            throw error
-        }
-        let log = ProcessLog()
-        self.child = child
-        self.log = log
-        self.waker = waker
+        process = try MonitoredChild(executable: python, arguments: arguments,
+                                     environment: ChildProcess.environmentWithoutProxies(), threadName: "TLSTestOrigin")
 
-        log.startReading(child, waker: waker, threadName: "TLSTestOrigin:\(child.pid)")
-
-        switch Self.awaitPort(child: child, log: log, timeout: startTimeout) {
+        let ready = process.awaitReady(timeout: startTimeout, exited: "tls_origin.py exited", readyLine: "printing PORT",
+                                       noReadyLine: "tls_origin.py printed no PORT line", recognize: Self.portLine)
+        switch ready {
         case .success(let port):
             self.port = port
         case .failure(let failure):
@@ -74,29 +61,13 @@ public final class TLSTestOrigin: @unchecked Sendable {
         stop()
     }
 
-    private static func awaitPort(child: ChildProcess, log: ProcessLog, timeout: Double) -> Result<UInt16, AirlockTestingError> {
-        let deadline = Deadline(seconds: timeout)
-        var seen = 0
-        while true {
-            let slice = Date(timeIntervalSinceNow: min(0.1, Double(deadline.remainingMilliseconds) / 1000))
-            let (lines, ended) = log.lines(from: seen, waitingUntil: slice)
-            seen += lines.count
-            for line in lines where line.hasPrefix("PORT ") {
-                guard let port = UInt16(line.dropFirst(5)), port != 0 else {
-                    return .failure(AirlockTestingError(.process, "tls_origin.py printed a bad port line: \(line)"))
-                }
-                return .success(port)
-            }
-            if let status = child.exitStatusIfExited() {
-                _ = log.waitForReaderEnd(timeout: 1)
-                if log.allLines.count > seen { continue }
-                return .failure(AirlockTestingError(.process, "tls_origin.py exited with status \(status) before printing PORT"))
-            }
-            if ended, lines.isEmpty { usleep(20_000) }
-            if deadline.hasPassed {
-                return .failure(AirlockTestingError(.timeout, "tls_origin.py printed no PORT line within \(timeout) s"))
-            }
+    /// The port of a `PORT <n>` line; nil for any other line.
+    private static func portLine(_ line: String) -> Result<UInt16, AirlockTestingError>? {
+        guard line.hasPrefix("PORT ") else { return nil }
+        guard let port = UInt16(line.dropFirst(5)), port != 0 else {
+            return .failure(AirlockTestingError(.process, "tls_origin.py printed a bad port line: \(line)"))
         }
+        return .success(port)
     }
 
     /// `https://<host>:<port><path>`; `localhost` matches the test leaf's DNS name (127.0.0.1 its IP name).
@@ -180,15 +151,6 @@ public final class TLSTestOrigin: @unchecked Sendable {
     /// SIGTERM, wait up to 5 s, then SIGKILL; then ends the reader thread. Idempotent; also on deinit.
     /// The log stays readable afterwards.
     public func stop() {
-        let first: Bool = stopLock.withLock {
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
-        child.terminate(grace: 5)
-        if !log.waitForReaderEnd(timeout: 2) {
-            waker.wake()
-        }
-        if log.waitForReaderEnd(timeout: 5) { waker.close() }
+        process.stop(grace: 5)
     }
 }
