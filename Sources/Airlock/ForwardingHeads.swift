@@ -20,7 +20,6 @@ enum ForwardingHeads {
         return key.port == defaultPort ? key.host : "\(key.host):\(key.port)"
     }
 
-    /// The request head sent upstream.
     /// The request head sent upstream; `host` is the upstream's authority (`authority(key)`,
     /// or a fixed upstream's precomputed one).
     static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,

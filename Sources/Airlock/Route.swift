@@ -30,7 +30,6 @@ final class Route: Sendable {
 
 extension Array where Element == Route {
     func first(host: String, path: String) -> Route? {
-        for r in self where r.config.matches(host: host, path: path) { return r }
-        return nil
+        first { $0.config.matches(host: host, path: path) }
     }
 }

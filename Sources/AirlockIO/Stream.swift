@@ -339,10 +339,7 @@ public final class Stream {
             let take = Swift.min(n, staged.count)
             _ = evbuffer_add(other.output, staged.baseAddress, take)
             staged = UnsafeRawBufferPointer(rebasing: staged.dropFirst(take))
-            other.markDirty()
-            return
-        }
-        if n <= Self.copyMoveLimit {
+        } else if n <= Self.copyMoveLimit {
             let scratch = loop.moveScratch
             _ = evbuffer_copyout(input, scratch.baseAddress, n)
             evbuffer_drain(input, n)
@@ -561,10 +558,11 @@ public final class Stream {
 
     // MARK: callbacks
 
-    /// One read. Small reads (requests, heads, small bodies: the common case) go through
-    /// the loop's scratch buffer and are appended by copy, so the input buffer's chain is
-    /// right-sized and comes from malloc's fast path. After a read fills the scratch, reads
-    /// go straight into reserved input space (no copy) until one comes back small again.
+    /// One read. Small reads (requests, heads, small bodies: the common case) go into the
+    /// loop's scratch buffer: staged there for the owner when the input is empty (see
+    /// `staged`), else appended by copy into a right-sized chain. After a read fills the
+    /// scratch, reads go straight into reserved input space (no copy) until one comes back
+    /// small again.
     private func readOnce() -> Int {
         if let s = ssl { return tlsReadOnce(s) }
         if !bulkReads {
