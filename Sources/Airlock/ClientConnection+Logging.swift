@@ -10,7 +10,7 @@ extension ClientConnection {
     func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
         let req = ex?.request ?? request
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
-        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && !drainRequested && !peerHalfClosed
+        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
         stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))
         logError(e, ex, requestID: requestID, request: req)
         if let ex {
@@ -22,11 +22,7 @@ extension ClientConnection {
         }
         exchange = nil
         if keepAlive {
-            state = .awaitingHead
-            scanner.reset()
-            stream.setReading(true)
-            armIdleTimer()
-            if stream.inputLength > 0 { readHead() }
+            awaitNextHead()
         } else {
             closeAfterFlush()
         }

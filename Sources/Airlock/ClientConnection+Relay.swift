@@ -124,7 +124,7 @@ extension ClientConnection {
         let framing = head.framing(requestMethod: ex.request.method)
         ex.responseDecoder = BodyDecoder(framing: framing)
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
-        ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && !peerHalfClosed && ex.responseOut != .close
+        ex.clientKeepAlive = ex.request.keepAlive && clientContinues && ex.responseOut != .close
             && ex.requestBodyDone
         if let validator = ex.route.validator,
            validateResponseHead(ex, u, head, framing: framing, validator: validator) {
@@ -234,11 +234,7 @@ extension ClientConnection {
         worker.recycle(ex.request.headers)
         if let r = ex.response { worker.recycle(r.headers) }
         if ex.clientKeepAlive && !drainRequested {
-            state = .awaitingHead
-            stream.setReading(true)
-            stream.setWriteLowWatermark(0)
-            armIdleTimer()
-            if stream.inputLength > 0 { readHead() }   // pipelined requests already buffered
+            awaitNextHead()   // pipelined requests already buffered are served now
         } else {
             closeAfterFlush()
         }

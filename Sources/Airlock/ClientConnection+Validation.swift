@@ -180,7 +180,7 @@ extension ClientConnection {
         guard let head = ex.response else { return }
         let framing: BodyFraming = head.framing(requestMethod: ex.request.method) == .none ? .none : .length(UInt64(body.count))
         ex.responseOut = framing == .none ? .none : .length
-        ex.clientKeepAlive = ex.request.keepAlive && !drainRequested && !peerHalfClosed && ex.requestBodyDone
+        ex.clientKeepAlive = ex.request.keepAlive && clientContinues && ex.requestBodyDone
         writeResponseHead(ex, framing: framing)
         if v.rejection == nil {
             v.body = []

@@ -18,6 +18,10 @@ final class ClientConnection: StreamDelegate {
     /// The client shut down its sending side after a complete request: it still gets the
     /// response (half-close, as HAProxy without abortonclose), then the connection closes.
     var peerHalfClosed = false
+    /// True while `readHead` runs (it is not re-entered: see there).
+    var readingHeads = false
+    /// Reading heads is paused until the client reads the responses queued for it.
+    var pausedForOutput = false
     /// The upstream connection that served this client's last exchange, kept for its next one.
     var attachedUpstream: UpstreamConnection?
 
@@ -79,6 +83,11 @@ final class ClientConnection: StreamDelegate {
     }
 
     func streamWritable(_ s: Stream) {
+        if state == .awaitingHead && pausedForOutput {
+            pausedForOutput = false
+            awaitNextHead()
+            return
+        }
         guard state == .forwarding, let ex = exchange else { return }
         if let v = ex.validation, v.phase == .delivering {
             continueDelivery(ex, v)
@@ -96,12 +105,20 @@ final class ClientConnection: StreamDelegate {
         switch state {
         case .awaitingHead:
             if event == .readTimeout && stream.inputLength > 0 { return }   // the header timer decides
+            if event == .eof {
+                // Heads complete before the close were served already (data is delivered
+                // before the close): what is left is nothing or a truncated head.
+                peerHalfClosed = true
+                readHead()
+                return
+            }
             close()
         case .forwarding:
             if event == .readTimeout { return }   // the upstream's timeouts govern an exchange
             if event == .eof, let ex = exchange, ex.requestBodyDone {
+                // Half-close after a complete request: this response and those of requests
+                // already pipelined behind it are still delivered, then the connection closes.
                 peerHalfClosed = true
-                ex.clientKeepAlive = false
                 return
             }
             clientAborted(event)
@@ -112,10 +129,25 @@ final class ClientConnection: StreamDelegate {
 
     // MARK: head
 
+    /// Parses and dispatches every complete head buffered, in order. Exchanges that end
+    /// inside `dispatch` (an error answered at once) come back here through `awaitNextHead`;
+    /// that nested call returns at once and this loop carries on, so a long pipeline of
+    /// refused requests costs no stack.
     func readHead() {
+        guard !readingHeads else { return }
+        readingHeads = true
+        defer { readingHeads = false }
         while state == .awaitingHead {
+            if stream.outputLength >= Self.writeHighWatermark {
+                // Responses pile up unread: take no further request until the client reads
+                // (streamWritable resumes), so memory stays bounded whatever it pipelines.
+                pausedForOutput = true
+                stream.setReading(false)
+                stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+                return
+            }
             let available = stream.inputLength
-            if available == 0 { return }
+            if available == 0 { break }
             let headLength: Int?
             do {
                 headLength = try stream.withInput(max: limits.headerBytes + 2) { buf throws(WireError) in
@@ -126,11 +158,11 @@ final class ClientConnection: StreamDelegate {
                 return
             }
             guard let n = headLength else {
-                if timerMode == .idle {
+                if timerMode == .idle && !peerHalfClosed {
                     timerMode = .header
                     timer.schedule(after: limits.headerTimeout)
                 }
-                return
+                break
             }
             let parsed: Result<RequestHead, WireError> = stream.withInput(max: n) { buf in
                 let spare = worker.takeSpareHeaders()
@@ -148,13 +180,41 @@ final class ClientConnection: StreamDelegate {
             case .failure(let e): respondError(GatewayError(wire: e), exchange: nil, requestID: worker.nextRequestID())
             }
         }
+        guard state == .awaitingHead && peerHalfClosed else { return }
+        // The client sends nothing more: every complete request it sent has been answered.
+        if stream.inputLength > 0 {
+            respondError(GatewayError(.badRequest, status: 400,
+                                      message: "the client closed its side in the middle of a request head",
+                                      source: .client, mustClose: true),
+                         exchange: nil, requestID: worker.nextRequestID())
+        } else {
+            closeAfterFlush()
+        }
+    }
+
+    /// Back to reading heads after an exchange the client's connection survives: serves the
+    /// requests already pipelined behind it, or closes once a half-closed client has none left.
+    func awaitNextHead() {
+        state = .awaitingHead
+        scanner.reset()
+        stream.setReading(true)
+        stream.setWriteLowWatermark(0)
+        armIdleTimer()
+        readHead()
+    }
+
+    /// Whether the connection can carry another request after this one: the gateway is not
+    /// draining, and the client has not half-closed, or has already sent more.
+    var clientContinues: Bool {
+        !drainRequested && (!peerHalfClosed || stream.inputLength > 0)
     }
 
     // MARK: closing
 
     func drain() {
         drainRequested = true
-        if state == .awaitingHead && stream.inputLength == 0 { close() }
+        // Idle: close once what is still queued for it (a finished response) has gone out.
+        if state == .awaitingHead && stream.inputLength == 0 { closeAfterFlush() }
     }
 
     func abort() {

@@ -155,6 +155,50 @@ final class GatewayTests: XCTestCase {
         XCTAssertTrue(text.hasSuffix("late but delivered"), text)
     }
 
+    /// Pipelined requests sent before a half-close are all answered, in order; only the
+    /// last response says `Connection: close`, then the connection closes.
+    func testHalfClosedClientGetsEveryPipelinedResponse() throws {
+        let o = try origin(.respond { req in
+            usleep(100_000)
+            return .ok("answer to \(req.target)")
+        })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send((1...3).map { "GET /\($0) HTTP/1.1\r\nHost: a\r\n\r\n" }.joined())
+        c.shutdownWrite()
+        var bodies: [String] = []
+        var closeHeaders: [String?] = []
+        for _ in 1...3 {
+            let r = try c.readResponse(timeout: 10)
+            XCTAssertEqual(r.status, 200)
+            bodies.append(String(decoding: r.body, as: UTF8.self))
+            closeHeaders.append(r.header("Connection"))
+        }
+        XCTAssertEqual(bodies, ["answer to /1", "answer to /2", "answer to /3"])
+        XCTAssertEqual(closeHeaders.last ?? nil, "close", "\(closeHeaders)")
+        XCTAssertTrue(c.isClosedByPeer(timeout: 5), "closed once the last pipelined request is answered")
+        XCTAssertEqual(o.requests.map(\.target), ["/1", "/2", "/3"])
+    }
+
+    /// A half-close in the middle of a head: that request can never complete, so it gets a
+    /// 400 with a JSON error (the client can still read) and the connection closes.
+    func testHalfCloseInsideARequestHeadIs400() throws {
+        let o = try origin(.respond { _ in .ok("x") })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send("GET /ok HTTP/1.1\r\nHost: a\r\n\r\nGET /cut HTTP/1.1\r\nHost: a\r\n")
+        c.shutdownWrite()
+        let first = try c.readResponse(timeout: 10)
+        XCTAssertEqual(first.status, 200)
+        let second = try c.readResponse(timeout: 10)
+        XCTAssertEqual(second.status, 400)
+        XCTAssertEqual(Fixture.json(second.body)["error"] as? String, "bad-request")
+        XCTAssertTrue(c.isClosedByPeer(timeout: 5))
+        XCTAssertEqual(o.requests.map(\.target), ["/ok"], "the truncated request never reaches the origin")
+    }
+
     /// A client that goes away with its request body unfinished aborts the exchange.
     func testClientAbortMidBodyAbortsTheExchange() throws {
         let o = try origin(.respond { _ in .ok("x") })

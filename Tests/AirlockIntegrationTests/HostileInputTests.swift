@@ -64,4 +64,62 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(origin.protocolErrors.isEmpty, "malformed bytes reached the origin: \(origin.protocolErrors)")
         XCTAssertNil(airlock.waitForExit(timeout: 0.1), "airlock exited during the hostile run")
     }
+
+    /// A gateway whose only route is for host `api.test`: requests for any other host are
+    /// refused at once (403), without an upstream.
+    private func refusingGateway() throws -> AirlockProcess {
+        try AirlockProcess(executable: AirlockProcess.builtExecutable(), configYAML: """
+            listen: 127.0.0.1:0
+            workers: 1
+            \(Fixture.limitsYAML([:]))
+            routes:
+              - name: api
+                match: { host: api.test }
+                upstream: http://127.0.0.1:9
+            """)
+    }
+
+    private static let refusedRequest = "GET /x HTTP/1.1\r\nHost: other.test\r\n\r\n"
+
+    /// Thousands of pipelined requests that are each refused at once are answered one by
+    /// one, in a loop: they once recursed (answer, read the next head, answer...) until the
+    /// worker's stack overflowed and the process died.
+    func testLongPipelineOfRefusedRequestsIsAnsweredInFull() throws {
+        let airlock = try refusingGateway()
+        defer { airlock.stop() }
+        let count = 3_000
+        let c = try RawClient(port: airlock.port)
+        defer { c.close() }
+        try c.send(String(repeating: Self.refusedRequest, count: count), timeout: 20)
+        c.shutdownWrite()
+        let reply = try c.readUntilClose(timeout: 30)
+        let text = String(decoding: reply, as: UTF8.self)
+        XCTAssertEqual(text.components(separatedBy: "HTTP/1.1 403 ").count - 1, count)
+        XCTAssertEqual(text.components(separatedBy: "HTTP/1.1 ").count - 1, count, "nothing but the 403s")
+        XCTAssertNil(airlock.waitForExit(timeout: 0.1), "airlock exited")
+    }
+
+    /// A client that pipelines requests and never reads the responses: Airlock stops
+    /// taking requests once its queued output passes the high watermark, so the client's
+    /// sends block and Airlock's memory does not grow with what it sent.
+    func testPipelinerThatNeverReadsIsNotBufferedWithoutBound() throws {
+        let airlock = try refusingGateway()
+        defer { airlock.stop() }
+        let before = airlock.residentMemoryKiB()
+        let c = try RawClient(port: airlock.port, receiveBufferSize: 4096)
+        // 6 MB of requests, ~45 MB of 403 responses if they were all taken. Unbounded, even a
+        // debug build answers far more than the 16 MiB below would allow within the 8 s.
+        let flood = Array(String(repeating: Self.refusedRequest, count: 6_000_000 / Self.refusedRequest.utf8.count).utf8)
+        XCTAssertThrowsError(try c.send(flood, timeout: 8), "every request was taken although no response was read")
+        sleep(1)   // what was taken is answered (or queued) by now
+        let after = airlock.residentMemoryKiB()
+        XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
+        c.close()
+        // Still serving.
+        let d = try RawClient(port: airlock.port)
+        defer { d.close() }
+        let r = try d.exchange(Self.refusedRequest)
+        XCTAssertEqual(r.status, 403)
+        XCTAssertNil(airlock.waitForExit(timeout: 0.1), "airlock exited")
+    }
 }
