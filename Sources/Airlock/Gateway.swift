@@ -36,6 +36,7 @@ public final class Gateway: @unchecked Sendable {
         self.config = config
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
+        Self.raiseDescriptorLimit(for: config.limits, logger: logger)
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
         let context = GatewayContext(config: config, logger: logger,
@@ -49,6 +50,29 @@ public final class Gateway: @unchecked Sendable {
         }
         listener = l
         l.onAccept = { [unowned self] fd, peer in self.accepted(fd, peer) }
+        l.onAcceptError = { [unowned self] err in self.acceptFailed(err) }
+    }
+
+    /// Each client connection may need a second descriptor for its upstream: raise the soft
+    /// RLIMIT_NOFILE towards twice `max_connections` (plus a reserve), as HAProxy does for
+    /// its maxconn, and say so when the hard limit does not allow it.
+    static func raiseDescriptorLimit(for limits: LimitsConfig, logger: Logger) {
+        var rl = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0 else { return }
+        let wanted = rlim_t(limits.maxConnections) * 2 + 256
+        if rl.rlim_cur < wanted && rl.rlim_cur < rl.rlim_max {
+            var raised = rl
+            raised.rlim_cur = min(wanted, rl.rlim_max)
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { rl = raised }
+        }
+        if rl.rlim_cur < wanted {
+            logger.warning("airlock.fd-limit", metadata: [
+                "key": "limits.max_connections",
+                "max_connections": .stringConvertible(limits.maxConnections),
+                "nofile": .stringConvertible(rl.rlim_cur),
+                "message": .string("the descriptor limit (\(rl.rlim_cur)) is below the \(wanted) that limits.max_connections \(limits.maxConnections) may need (a client and an upstream socket each): raise `ulimit -n` (docker run --ulimit nofile=N) or lower limits.max_connections; when descriptors run out, accepting pauses for \(Listener.acceptRetryDelay) at a time"),
+            ])
+        }
     }
 
     /// The bound port (the real one when the configuration said 0).
@@ -90,11 +114,32 @@ public final class Gateway: @unchecked Sendable {
 
     // MARK: acceptor loop
 
+    /// Refusals and accept failures are logged at most once a second each, with a count of
+    /// those not logged: a flood of connection attempts must not become a flood of log lines.
+    private var lastRefusalLog: UInt64 = 0
+    private var unloggedRefusals = 0
+    private var lastAcceptErrorLog: UInt64 = 0
+    private var unloggedAcceptErrors = 0
+
+    private static func logDue(_ last: inout UInt64) -> Bool {
+        let now = EventLoop.nowNanos()
+        guard last == 0 || now - last >= 1_000_000_000 else { return false }
+        last = now
+        return true
+    }
+
     private func accepted(_ fd: Int32, _ peer: SocketAddress) {
         if openConnections.load(ordering: .relaxed) >= config.limits.maxConnections {
             close(fd)
-            logger.warning("connection.refused", metadata: [
-                "client": .string(peer.description), "reason": "max-connections"])
+            unloggedRefusals += 1
+            if Self.logDue(&lastRefusalLog) {
+                logger.warning("connection.refused", metadata: [
+                    "client": .string(peer.description), "reason": "max-connections",
+                    "key": "limits.max_connections",
+                    "max_connections": .stringConvertible(config.limits.maxConnections),
+                    "refused": .stringConvertible(unloggedRefusals)])
+                unloggedRefusals = 0
+            }
             return
         }
         openConnections.add(1, ordering: .relaxed)
@@ -102,6 +147,18 @@ public final class Gateway: @unchecked Sendable {
         nextWorker = (nextWorker + 1) % workers.count
         let fdBox = fd
         w.loop.execute { w.adopt(fd: fdBox, peer: peer) }
+    }
+
+    private func acceptFailed(_ err: Int32) {
+        unloggedAcceptErrors += 1
+        guard Self.logDue(&lastAcceptErrorLog) else { return }
+        logger.warning("listener.paused", metadata: [
+            "error": .string(String(cString: strerror(err))),
+            "errno": .stringConvertible(Int(err)),
+            "open_connections": .stringConvertible(openConnections.load(ordering: .relaxed)),
+            "failures": .stringConvertible(unloggedAcceptErrors),
+            "retry_after": .string("\(Listener.acceptRetryDelay)")])
+        unloggedAcceptErrors = 0
     }
 
     private func connectionClosed() {

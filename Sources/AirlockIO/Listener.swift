@@ -10,6 +10,12 @@ public final class Listener {
     private let loop: EventLoop
     /// Receives each accepted socket; until set, accepted sockets are closed.
     public var onAccept: ((Int32, SocketAddress) -> Void)?
+    /// Told (with `errno`) when `accept` fails for want of a resource (descriptors, memory):
+    /// accepting then pauses for `acceptRetryDelay` instead of spinning on a listening socket
+    /// that stays readable, as nginx and HAProxy do.
+    public var onAcceptError: ((Int32) -> Void)?
+    public static let acceptRetryDelay: Duration = .milliseconds(100)
+    private var resumeTimer: Timer?
 
     /// Binds `host:port` (an IP literal or "localhost"; port 0 picks a free one).
     public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 1024) throws {
@@ -48,13 +54,31 @@ public final class Listener {
             throw IOError.errno(.listen, "evconnlistener")
         }
         evconnlistener_set_cb(listener, listenerCallback, Unmanaged.passUnretained(self).toOpaque())
+        evconnlistener_set_error_cb(listener, listenerErrorCallback)
     }
+
+    /// Whether accepting is paused after a failed accept (it resumes by itself).
+    public var isPaused: Bool { resumeTimer?.isScheduled ?? false }
 
     deinit { close() }
 
     /// Stops accepting and closes the socket (idempotent).
     public func close() {
+        resumeTimer?.cancel()
+        resumeTimer = nil
         if let l = listener { evconnlistener_free(l); listener = nil }
+    }
+
+    fileprivate func acceptFailed(_ err: Int32) {
+        guard let l = listener else { return }
+        evconnlistener_disable(l)
+        if resumeTimer == nil {
+            resumeTimer = Timer(loop: loop) { [unowned self] in
+                if let l = self.listener { evconnlistener_enable(l) }
+            }
+        }
+        resumeTimer?.schedule(after: Self.acceptRetryDelay)
+        onAcceptError?(err)
     }
 
     fileprivate func accepted(_ fd: Int32, _ sa: UnsafeMutablePointer<sockaddr>?, _ len: Int32) {
@@ -70,4 +94,13 @@ private let listenerCallback: @convention(c) (OpaquePointer?, Int32, UnsafeMutab
     guard let ctx else { Glibc.close(fd); return }
     let l = Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue()
     withExtendedLifetime(l) { l.accepted(fd, sa, len) }
+}
+
+/// libevent calls this after an accept error it does not retry by itself (EMFILE, ENFILE,
+/// ENOBUFS, ENOMEM...); errno still holds the error.
+private let listenerErrorCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, ctx in
+    let err = errno
+    guard let ctx else { return }
+    let l = Unmanaged<Listener>.fromOpaque(ctx).takeUnretainedValue()
+    withExtendedLifetime(l) { l.acceptFailed(err) }
 }
