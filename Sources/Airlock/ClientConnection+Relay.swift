@@ -83,7 +83,7 @@ extension ClientConnection {
         while ex.response == nil {
             let n: Int?
             do {
-                n = try u.stream.withInput(max: limits.headerBytes) { buf throws(WireError) in
+                n = try u.stream.withInput(max: ex.responseScanner.window) { buf throws(WireError) in
                     try ex.responseScanner.scan(buf)
                 }
             } catch {

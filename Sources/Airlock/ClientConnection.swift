@@ -150,7 +150,7 @@ final class ClientConnection: StreamDelegate {
             if available == 0 { break }
             let headLength: Int?
             do {
-                headLength = try stream.withInput(max: limits.headerBytes + 2) { buf throws(WireError) in
+                headLength = try stream.withInput(max: scanner.window) { buf throws(WireError) in
                     try scanner.scan(buf)
                 }
             } catch {

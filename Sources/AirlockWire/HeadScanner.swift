@@ -19,6 +19,12 @@ public struct HeadScanner: Sendable {
     /// Index where the current line began.
     private var lineStart = 0
 
+    /// The most bytes `scan` needs to be shown: one past the head-size limit, so that a head
+    /// too long is told apart from one still arriving (and, for a request, room for the
+    /// leading CRLF it may have). A caller that shows fewer would wait forever on a peer that
+    /// never ends its head.
+    public var window: Int { limits.headerBytes + (kind == .request ? 2 : 1) }
+
     public init(kind: HeadKind, limits: WireLimits) {
         self.kind = kind
         self.limits = limits

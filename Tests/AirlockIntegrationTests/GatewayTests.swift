@@ -237,6 +237,21 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(o.acceptedConnections, 2, "a connection that sent a malformed response is never reused")
     }
 
+    /// An upstream head that never ends is refused as soon as it passes `header_bytes`: 502
+    /// at once, not a wait for `upstream_timeout`.
+    func testEndlessUpstreamHeadIs502AtOnce() throws {
+        let line = "X-Filler: \(String(repeating: "a", count: 100))\r\n"
+        let o = try origin(.raw { _ in Array(("HTTP/1.1 200 OK\r\n" + String(repeating: line, count: 2_000)).utf8) })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["upstream_timeout": "30s"]))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        let started = Date()
+        let r = try c.exchange("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertEqual(r.status, 502)
+        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "upstream-malformed-response")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "answered long before the 30 s upstream timeout")
+    }
+
     func testTruncatedUpstreamBodyIsNotComplete() throws {
         let o = try origin(.raw { req in
             req.target == "/chunked"

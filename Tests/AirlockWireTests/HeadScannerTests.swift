@@ -86,6 +86,24 @@ final class HeadScannerTests: XCTestCase {
         XCTAssertEqual(try scanAll(head, limits: WireLimits(headerBytes: 33)), 33)
     }
 
+    /// A peer that never ends its head, shown at most `window` bytes (as the connections
+    /// show it their buffered input): the scanner decides 431 instead of waiting for more.
+    /// Shown only `headerBytes`, it could not tell (an upstream's over-long head once hung the
+    /// exchange until the upstream timeout).
+    func testEndlessHeadThrowsWithinTheWindowForBothKinds() throws {
+        let limits = WireLimits(headerBytes: 64)
+        for (kind, start) in [(HeadKind.request, "GET / HTTP/1.1\r\n"), (.response, "HTTP/1.1 200 OK\r\n")] {
+            let endless = Array((start + String(repeating: "X-A: aaaaaaaaaa\r\n", count: 20)).utf8)
+            var scanner = HeadScanner(kind: kind, limits: limits)
+            XCTAssertGreaterThan(scanner.window, limits.headerBytes)
+            let shown = Array(endless.prefix(scanner.window))
+            assertWireError(try shown.withUnsafeBytes { try scanner.scan($0) }, .headersTooLarge, status: 431)
+            var short = HeadScanner(kind: kind, limits: limits)
+            XCTAssertNil(try Array(endless.prefix(limits.headerBytes)).withUnsafeBytes { try short.scan($0) },
+                         "shown only the limit, the scanner cannot decide yet")
+        }
+    }
+
     func testBareLFThrows() {
         assertWireError(try scanAll(Array("GET / HTTP/1.1\n".utf8)), .bareLF, status: 400)
         assertWireError(try scanAll(Array("GET / HTTP/1.1\r\nHost: a\n\n".utf8)), .bareLF, status: 400)
