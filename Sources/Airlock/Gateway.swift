@@ -33,6 +33,7 @@ public final class Gateway: @unchecked Sendable {
     /// Binds the listener (so the port is known and a bind failure is reported at once).
     public init(config: AirlockConfig, logger: Logger) throws {
         IORuntime.setUp()
+Self.routeLibeventLogs(to: logger)
         self.config = config
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
@@ -51,6 +52,15 @@ public final class Gateway: @unchecked Sendable {
         listener = l
         l.onAccept = { [unowned self] fd, peer in self.accepted(fd, peer) }
         l.onAcceptError = { [unowned self] err in self.acceptFailed(err) }
+    }
+
+    /// libevent's own warnings become `libevent` records in the JSON log instead of raw
+    /// `[warn] ...` lines on stderr.
+    static func routeLibeventLogs(to logger: Logger) {
+        IORuntime.routeLibeventLogs { severity, message in
+            let level: Logger.Level = severity >= 3 ? .error : severity == 2 ? .warning : .debug
+            logger.log(level: level, "libevent", metadata: ["message": .string(message)])
+        }
     }
 
     /// Each client connection may need a second descriptor for its upstream: raise the soft

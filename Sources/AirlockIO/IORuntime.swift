@@ -14,4 +14,25 @@ public enum IORuntime {
     }()
 
     public static func setUp() { _ = once }
+
+    /// Sends libevent's own log lines (warnings and errors it would print raw to stderr) to
+    /// `handler` with their severity (0 debug, 1 msg, 2 warn, 3 err). Set once at start, before
+    /// any loop runs; the handler may be called from any loop's thread.
+    public static func routeLibeventLogs(to handler: @escaping @Sendable (Int32, String) -> Void) {
+libeventLogHandler = handler
+        event_set_log_callback(libeventLogCallback)
+    }
+
+    /// Makes libevent log `message` at warning severity, through its own logger (for tests).
+    public static func emitLibeventWarning(_ message: String) {
+        airlock_event_warnx(message)
+    }
+}
+
+/// Written once by `routeLibeventLogs` before any loop thread starts, only read afterwards.
+nonisolated(unsafe) private var libeventLogHandler: (@Sendable (Int32, String) -> Void)?
+
+private let libeventLogCallback: @convention(c) (Int32, UnsafePointer<CChar>?) -> Void = { severity, message in
+    guard let message, let handler = libeventLogHandler else { return }
+    handler(severity, String(cString: message))
 }

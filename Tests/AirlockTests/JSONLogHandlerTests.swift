@@ -1,3 +1,4 @@
+import AirlockIO
 import Foundation
 import Logging
 import XCTest
@@ -23,6 +24,18 @@ final class JSONLogHandlerTests: XCTestCase {
     private func object(_ line: String, file: StaticString = #filePath, line number: UInt = #line) throws -> [String: Any] {
         let parsed = try JSONSerialization.jsonObject(with: Data(line.utf8))
         return try XCTUnwrap(parsed as? [String: Any], file: file, line: number)
+    }
+
+    /// libevent's own warnings (it prints `[warn] ...` to stderr by itself) arrive as JSON
+    /// records, through libevent's real logger.
+    func testLibeventWarningsBecomeJSONRecords() throws {
+        let collector = LineCollector()
+        Gateway.routeLibeventLogs(to: collector.logger())
+        IORuntime.emitLibeventWarning("synthetic warning 42")
+        let fields = try object(try XCTUnwrap(collector.lines.last, "nothing reached the logger"))
+        XCTAssertEqual(fields["event"] as? String, "libevent")
+        XCTAssertEqual(fields["level"] as? String, "warning")
+        XCTAssertEqual(fields["message"] as? String, "synthetic warning 42")
     }
 
     func testShapeOfALine() throws {
