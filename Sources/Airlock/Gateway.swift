@@ -33,7 +33,7 @@ public final class Gateway: @unchecked Sendable {
     /// Binds the listener (so the port is known and a bind failure is reported at once).
     public init(config: AirlockConfig, logger: Logger) throws {
         IORuntime.setUp()
-Self.routeLibeventLogs(to: logger)
+        Self.routeLibeventLogs(to: logger)
         self.config = config
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
@@ -126,29 +126,18 @@ Self.routeLibeventLogs(to: logger)
 
     /// Refusals and accept failures are logged at most once a second each, with a count of
     /// those not logged: a flood of connection attempts must not become a flood of log lines.
-    private var lastRefusalLog: UInt64 = 0
-    private var unloggedRefusals = 0
-    private var lastAcceptErrorLog: UInt64 = 0
-    private var unloggedAcceptErrors = 0
-
-    private static func logDue(_ last: inout UInt64) -> Bool {
-        let now = EventLoop.nowNanos()
-        guard last == 0 || now - last >= 1_000_000_000 else { return false }
-        last = now
-        return true
-    }
+    private var refusalLog = LogThrottle()
+    private var acceptErrorLog = LogThrottle()
 
     private func accepted(_ fd: Int32, _ peer: SocketAddress) {
         if openConnections.load(ordering: .relaxed) >= config.limits.maxConnections {
             close(fd)
-            unloggedRefusals += 1
-            if Self.logDue(&lastRefusalLog) {
+            if let refused = refusalLog.occurred() {
                 logger.warning("connection.refused", metadata: [
                     "client": .string(peer.description), "reason": "max-connections",
                     "key": "limits.max_connections",
                     "max_connections": .stringConvertible(config.limits.maxConnections),
-                    "refused": .stringConvertible(unloggedRefusals)])
-                unloggedRefusals = 0
+                    "refused": .stringConvertible(refused)])
             }
             return
         }
@@ -160,15 +149,13 @@ Self.routeLibeventLogs(to: logger)
     }
 
     private func acceptFailed(_ err: Int32) {
-        unloggedAcceptErrors += 1
-        guard Self.logDue(&lastAcceptErrorLog) else { return }
+        guard let failures = acceptErrorLog.occurred() else { return }
         logger.warning("listener.paused", metadata: [
             "error": .string(String(cString: strerror(err))),
             "errno": .stringConvertible(Int(err)),
             "open_connections": .stringConvertible(openConnections.load(ordering: .relaxed)),
-            "failures": .stringConvertible(unloggedAcceptErrors),
+            "failures": .stringConvertible(failures),
             "retry_after": .string("\(Listener.acceptRetryDelay)")])
-        unloggedAcceptErrors = 0
     }
 
     private func connectionClosed() {
@@ -227,5 +214,23 @@ Self.routeLibeventLogs(to: logger)
             out += String(b >> 4, radix: 16) + String(b & 0xF, radix: 16)
         }
         return out
+    }
+}
+
+/// At most one log record a second for an event that can repeat without bound; each record
+/// says how many occurrences it stands for.
+struct LogThrottle {
+    private var last: UInt64 = 0
+    private var unlogged = 0
+
+    /// Counts one occurrence; returns how many the record due now stands for, or nil when
+    /// none is due yet.
+    mutating func occurred() -> Int? {
+        unlogged += 1
+        let now = EventLoop.nowNanos()
+        guard last == 0 || now - last >= 1_000_000_000 else { return nil }
+        last = now
+        defer { unlogged = 0 }
+        return unlogged
     }
 }

@@ -19,7 +19,7 @@ public enum IORuntime {
     /// `handler` with their severity (0 debug, 1 msg, 2 warn, 3 err). Set once at start, before
     /// any loop runs; the handler may be called from any loop's thread.
     public static func routeLibeventLogs(to handler: @escaping @Sendable (Int32, String) -> Void) {
-libeventLogHandler = handler
+        libeventLogHandler = handler
         event_set_log_callback(libeventLogCallback)
     }
 

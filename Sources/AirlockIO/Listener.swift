@@ -57,9 +57,6 @@ public final class Listener {
         evconnlistener_set_error_cb(listener, listenerErrorCallback)
     }
 
-    /// Whether accepting is paused after a failed accept (it resumes by itself).
-    public var isPaused: Bool { resumeTimer?.isScheduled ?? false }
-
     deinit { close() }
 
     /// Stops accepting and closes the socket (idempotent).

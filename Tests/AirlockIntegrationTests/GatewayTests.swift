@@ -25,6 +25,15 @@ final class GatewayTests: XCTestCase {
         return a
     }
 
+    /// A gateway in front of `o`, and a client that sent `requests` and then half-closed.
+    private func halfClosedClient(of o: TestOrigin, after requests: String) throws -> RawClient {
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        try c.send(requests)
+        c.shutdownWrite()
+        return c
+    }
+
     func testRoutesByHostAndPathPrefix() throws {
         let api = try origin(.respond { _ in .ok("api") })
         let v2 = try origin(.respond { _ in .ok("v2") })
@@ -143,11 +152,8 @@ final class GatewayTests: XCTestCase {
             usleep(200_000)
             return .ok("late but delivered")
         })
-        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
-        let c = try RawClient(port: a.port)
+        let c = try halfClosedClient(of: o, after: "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
         defer { c.close() }
-        try c.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-        c.shutdownWrite()
         let raw = try c.readUntilClose(timeout: 10)
         let text = String(decoding: raw, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("HTTP/1.1 200"), text)
@@ -162,11 +168,8 @@ final class GatewayTests: XCTestCase {
             usleep(100_000)
             return .ok("answer to \(req.target)")
         })
-        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
-        let c = try RawClient(port: a.port)
+        let c = try halfClosedClient(of: o, after: (1...3).map { "GET /\($0) HTTP/1.1\r\nHost: a\r\n\r\n" }.joined())
         defer { c.close() }
-        try c.send((1...3).map { "GET /\($0) HTTP/1.1\r\nHost: a\r\n\r\n" }.joined())
-        c.shutdownWrite()
         var bodies: [String] = []
         var closeHeaders: [String?] = []
         for _ in 1...3 {
@@ -185,11 +188,8 @@ final class GatewayTests: XCTestCase {
     /// 400 with a JSON error (the client can still read) and the connection closes.
     func testHalfCloseInsideARequestHeadIs400() throws {
         let o = try origin(.respond { _ in .ok("x") })
-        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
-        let c = try RawClient(port: a.port)
+        let c = try halfClosedClient(of: o, after: "GET /ok HTTP/1.1\r\nHost: a\r\n\r\nGET /cut HTTP/1.1\r\nHost: a\r\n")
         defer { c.close() }
-        try c.send("GET /ok HTTP/1.1\r\nHost: a\r\n\r\nGET /cut HTTP/1.1\r\nHost: a\r\n")
-        c.shutdownWrite()
         let first = try c.readResponse(timeout: 10)
         XCTAssertEqual(first.status, 200)
         let second = try c.readResponse(timeout: 10)
