@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# bench/instructions.sh: user-space instructions per request, counted by callgrind.
+#
+#   bench/instructions.sh [BINARY]        (as root, like make bench; BINARY defaults to the release build)
+#
+# Throughput on this shared 2-core machine moves 15-40 % between runs; an instruction count
+# does not: callgrind counts every instruction the proxy executes in user space (Airlock,
+# libevent, libc, the Swift runtime; not the kernel), whatever else the machine is doing.
+# So this is the check for a change to the hot path: run it before and after.
+#
+# Starts BINARY as a gateway (bench/gateway.yaml) under callgrind in front of the shared
+# harness's upstream nginx, warms it up, zeroes the counters, drives REQUESTS-ish requests
+# with wrk (CONNS connections, bounded by DUR seconds), dumps, and prints instructions per
+# request. HAPROXY=1 measures the harness's HAProxy configuration the same way, for scale.
+# Needs valgrind (apt) and the harness (bash $SHARED/bench/setup.sh). valgrind 3.19 cannot
+# read the toolchain's DWARF 5, so a copy of the binary without debug info is measured.
+# Env: DUR (10 s)  CONNS (16)  BENCH_PATH (/small)  HAPROXY (0)  SHARED (../shared)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED=${SHARED:-$REPO/../shared}
+HARNESS=$(cd "$SHARED/bench" && pwd)
+# shellcheck source=/dev/null
+source "$HARNESS/lib.sh"   # log die wait_port
+BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
+DUR=${DUR:-10}; CONNS=${CONNS:-16}; BENCH_PATH=${BENCH_PATH:-/small}; HAPROXY=${HAPROXY:-0}
+for tool in valgrind callgrind_control wrk strip; do
+  command -v "$tool" >/dev/null || die "$tool not found (apt-get install valgrind wrk binutils)"
+done
+[ -x "$BIN" ] || die "no binary at $BIN (make release)"
+
+work=$(mktemp -d /tmp/airlock-instr.XXXXXX)
+started=()
+vg=""
+cleanup() {
+  [ -n "$vg" ] && kill "$vg" 2>/dev/null && wait "$vg" 2>/dev/null
+  for s in "${started[@]}"; do "$HARNESS/servers.sh" stop "$s" >/dev/null 2>&1 || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
+  "$HARNESS/servers.sh" start upstream >/dev/null
+  started+=(upstream)
+fi
+
+measure() {  # measure NAME PORT CMD...
+  local name=$1 port=$2; shift 2
+  valgrind --tool=callgrind --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
+  vg=$!
+  wait_port "$port" 60 || { cat "$work/$name.log" >&2; die "$name did not start under valgrind"; }
+  timeout 30 wrk -t1 -c"$CONNS" -d3s "http://127.0.0.1:$port$BENCH_PATH" >/dev/null
+  callgrind_control -z "$vg" >/dev/null
+  local n
+  n=$(timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:$port$BENCH_PATH" \
+      | awk '/requests in/ {print $1}')
+  callgrind_control -d "$vg" >/dev/null
+  sleep 1
+  kill "$vg"; wait "$vg" 2>/dev/null || true; vg=""
+  local dump total
+  dump=$(ls "$work/$name".*.1)
+  total=$(awk '/^summary:/ {print $2}' "$dump")
+  [ -n "$n" ] && [ "$n" -gt 0 ] || die "$name: no requests completed"
+  printf '%-8s %s%-9s requests %8d  instructions/request %8d\n' "$name" "" "$BENCH_PATH" "$n" $((total / n))
+  cp "$dump" "$REPO/bench/results/callgrind.$name.out" 2>/dev/null || true
+}
+
+mkdir -p "$REPO/bench/results"
+strip --strip-debug -o "$work/airlock" "$BIN"
+measure airlock 18671 "$work/airlock" run --config "$REPO/bench/gateway.yaml" --listen 127.0.0.1:18671 --log-level warning
+if [ "$HAPROXY" = 1 ]; then
+  cfg=/tmp/bench-haproxy/haproxy.cfg
+  [ -f "$cfg" ] || { "$HARNESS/servers.sh" start haproxy >/dev/null; "$HARNESS/servers.sh" stop haproxy >/dev/null; }
+  sed 's/127.0.0.1:18201/127.0.0.1:18672/' "$cfg" >"$work/haproxy.cfg"
+  measure haproxy 18672 haproxy -db -f "$work/haproxy.cfg"
+fi
+echo "(callgrind profiles: bench/results/callgrind.*.out; callgrind_annotate --inclusive=yes FILE)"
