@@ -25,7 +25,7 @@ enum ForwardingHeads {
     static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,
                         viaToken11: String, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
-        w.field(name: "Host", value: host)
+        w.field("Host", value: host)
         let tokens = connectionTokens(req.headers)
         var via: String?
         for i in 0..<req.headers.count {
@@ -41,11 +41,11 @@ enum ForwardingHeads {
             w.field(from: req.headers, at: i)
         }
         let ours = req.version == .http10 ? "1.0 \(viaToken)" : viaToken11
-        w.field(name: "Via", value: via.map { "\($0), \(ours)" } ?? ours)
+        w.field("Via", value: via.map { "\($0), \(ours)" } ?? ours)
         switch (framing, req.framing) {
-        case (.length, .length(let n)): w.field(name: "Content-Length", value: String(n))
-        case (.chunked, _): w.field(name: "Transfer-Encoding", value: "chunked")
-        case (.none, _) where methodExpectsBody(req.method): w.field(name: "Content-Length", value: "0")
+        case (.length, .length(let n)): w.field("Content-Length", decimal: n)
+        case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
+        case (.none, _) where methodExpectsBody(req.method): w.field("Content-Length", decimal: 0)
         default: break
         }
         w.end()
@@ -118,14 +118,14 @@ enum ForwardingHeads {
             w.field(from: resp.headers, at: i)
         }
         switch (out, framing) {
-        case (.length, .length(let n)): w.field(name: "Content-Length", value: String(n))
-        case (.chunked, _): w.field(name: "Transfer-Encoding", value: "chunked")
+        case (.length, .length(let n)): w.field("Content-Length", decimal: n)
+        case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
         default: break
         }
         if !keepAlive {
-            w.field(name: "Connection", value: "close")
+            w.field("Connection", value: "close")
         } else if clientVersion == .http10 {
-            w.field(name: "Connection", value: "keep-alive")
+            w.field("Connection", value: "keep-alive")
         }
         w.end()
     }
@@ -137,7 +137,7 @@ enum ForwardingHeads {
         w.field(name: "Content-Type", value: "application/json")
         w.field(name: "Content-Length", value: String(body.count))
         w.field(name: "Cache-Control", value: "no-store")
-        if !keepAlive { w.field(name: "Connection", value: "close") }
+        if !keepAlive { w.field("Connection", value: "close") }
         w.end()
         return w.bytes + body
     }

@@ -33,14 +33,82 @@ enum ByteClass {
     @inline(__always)
     static func lower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
 
-    /// RFC 9110 tchar: `!#$%&'*+-.^_`|~`, DIGIT, ALPHA.
+    /// RFC 9110 tchar: `!#$%&'*+-.^_`|~`, DIGIT, ALPHA. One bit per byte value below 128 (no
+    /// tchar is above): `tcharLow` for 0x00–0x3F, `tcharHigh` for 0x40–0x7F.
     @inline(__always)
     static func isTchar(_ b: UInt8) -> Bool {
-        switch b {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-        case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: true
-        default: false
+        let mask = b < 64 ? tcharLow : (b < 128 ? tcharHigh : 0)
+        return (mask >> UInt64(b & 63)) & 1 != 0
+    }
+
+    /// `! # $ % & ' * + - .` and `0`–`9`.
+    static let tcharLow: UInt64 = (1 << 0x21) | (1 << 0x23) | (1 << 0x24) | (1 << 0x25) | (1 << 0x26)
+        | (1 << 0x27) | (1 << 0x2A) | (1 << 0x2B) | (1 << 0x2D) | (1 << 0x2E) | (0x3FF << 0x30)
+    /// `A`–`Z`, `^ _ \``, `a`–`z`, `|`, `~` (bit k is byte 0x40 + k).
+    static let tcharHigh: UInt64 = (0x3FFFFFF << 1) | (1 << 0x1E) | (1 << 0x1F) | (1 << 0x20)
+        | (0x3FFFFFF << 0x21) | (1 << 0x3C) | (1 << 0x3E)
+
+    /// True when every byte is a tchar (a valid, non-empty field name or method has only these).
+    @inline(__always)
+    static func allTchar(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i < bytes.count && isTchar(bytes[i]) { i += 1 }
+        return i == bytes.count
+    }
+
+    // Word-at-a-time scans (SWAR): eight bytes per step with exact "is any byte ..." tests,
+    // then a byte loop where a word had a hit. Loads are unaligned; byte order does not matter.
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Some byte of `w` is below `n` (n ≤ 128).
+    @inline(__always)
+    static func anyByteBelow(_ w: UInt64, _ n: UInt8) -> Bool {
+        (w &- ones &* UInt64(n)) & ~w & highs != 0
+    }
+
+    /// Some byte of `w` equals `b`.
+    @inline(__always)
+    static func anyByteEqual(_ w: UInt64, _ b: UInt8) -> Bool {
+        let x = w ^ (ones &* UInt64(b))
+        return (x &- ones) & ~x & highs != 0
+    }
+
+    /// Index of the first `byte` in `bytes[start..<end]`, or `end` if there is none.
+    @inline(__always)
+    static func index(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
+        var i = start
+        if let base = bytes.baseAddress {
+            while i + 8 <= end && !anyByteEqual(base.loadUnaligned(fromByteOffset: i, as: UInt64.self), byte) {
+                i += 8
+            }
         }
+        while i < end && bytes[i] != byte { i += 1 }
+        return i
+    }
+
+    /// Index of the first byte at or after `start` that may not appear in a field value (a CTL
+    /// other than HTAB, or DEL: see `isFieldValueByte`), or `bytes.count` if there is none.
+    @inline(__always)
+    static func firstNonFieldValueByte(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var i = start
+        let n = bytes.count
+        if let base = bytes.baseAddress {
+            // A word with a byte below 0x20 (HTAB included: the byte loop decides) or a DEL.
+            while i + 8 <= n {
+                let w = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if anyByteBelow(w, 0x20) || anyByteEqual(w, 0x7F) { break }
+                i += 8
+            }
+        }
+        while i < n && isFieldValueByte(bytes[i]) { i += 1 }
+        return i
+    }
+
+    /// True when every byte may appear in a field value.
+    @inline(__always)
+    static func allFieldValueBytes(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        firstNonFieldValueByte(bytes, from: 0) == bytes.count
     }
 
     /// RFC 9110 field-vchar plus SP/HTAB: what a field value may contain (obs-text included).

@@ -55,6 +55,16 @@ public struct HTTPHeaders: Sendable, Equatable {
         }
     }
 
+    /// Name and value bytes of field `i`, in one access to the storage.
+    @inline(__always)
+    public func withFieldBytes<R>(at i: Int, _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let e = entries[i]
+        return try storage.withUnsafeBytes { all in
+            try body(UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]),
+                     UnsafeRawBufferPointer(rebasing: all[Int(e.valueStart)..<Int(e.valueStart + e.valueCount)]))
+        }
+    }
+
     /// The first value of a known field, if any.
     public func first(_ field: KnownField) -> String? {
         guard let i = entries.firstIndex(where: { $0.known == field }) else { return nil }

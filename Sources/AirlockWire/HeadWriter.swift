@@ -3,76 +3,118 @@
 /// Defence in depth against header injection: bytes that could break framing never reach
 /// `bytes`. In values, targets and reasons every CTL except HTAB (and DEL) is written as SP; in
 /// method and field names every non-token byte is dropped; a target's SPs become `%20`.
-public struct HeadWriter: Sendable {
-    public private(set) var bytes: [UInt8]
+public struct HeadWriter: ~Copyable {
+    // A plain growable buffer: appending a field is a bounds check and a copy, with no
+    // Array bookkeeping per append (heads are written on every exchange).
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// Bytes written so far.
+    public private(set) var count = 0
 
     public init(capacity: Int = 512) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        self.capacity = Swift.max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// A copy of what has been written.
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Empties the writer, keeping its capacity.
+    public mutating func reset() {
+        count = 0
     }
 
     /// "GET /x HTTP/1.1\r\n".
     public mutating func requestLine(method: Method, target: String) {
         appendToken(method.name)
-        bytes.append(ByteClass.sp)
-        if target.utf8.allSatisfy({ $0 > ByteClass.sp && $0 != 0x7F }) {
-            bytes.append(contentsOf: target.utf8)
-        } else {
-            appendTarget(target)
+        put(ByteClass.sp)
+        var target = target
+        target.withUTF8 { t in
+            let t = UnsafeRawBufferPointer(t)
+            if Self.isPlainTarget(t) {
+                put(t)
+            } else {
+                for b in t {
+                    if b == ByteClass.sp {
+                        put(0x25); put(0x32); put(0x30)
+                    } else if b > ByteClass.sp && b != 0x7F {
+                        put(b)
+                    }
+                }
+            }
         }
         appendASCII(" HTTP/1.1\r\n")
     }
 
-    private mutating func appendTarget(_ target: String) {
-        for b in target.utf8 {
-            if b == ByteClass.sp {
-                bytes.append(contentsOf: [0x25, 0x32, 0x30])
-            } else if b > ByteClass.sp && b != 0x7F {
-                bytes.append(b)
-            }
-        }
+    @inline(__always)
+    private static func isPlainTarget(_ t: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i < t.count && t[i] > ByteClass.sp && t[i] != 0x7F { i += 1 }
+        return i == t.count
     }
 
     /// "HTTP/1.1 200 OK\r\n". A status outside 100...999 is clamped into it.
     public mutating func statusLine(status: Int, reason: String) {
         let status = min(max(status, 100), 999)
         appendASCII("HTTP/1.1 ")
-        bytes.append(UInt8(truncatingIfNeeded: 0x30 + status / 100))
-        bytes.append(UInt8(truncatingIfNeeded: 0x30 + status / 10 % 10))
-        bytes.append(UInt8(truncatingIfNeeded: 0x30 + status % 10))
-        bytes.append(ByteClass.sp)
-        appendValue(reason.utf8)
+        let out = reserve(4)
+        out[0] = UInt8(truncatingIfNeeded: 0x30 + status / 100)
+        out[1] = UInt8(truncatingIfNeeded: 0x30 + status / 10 % 10)
+        out[2] = UInt8(truncatingIfNeeded: 0x30 + status % 10)
+        out[3] = ByteClass.sp
+        count += 4
+        var reason = reason
+        reason.withUTF8 { appendValue(UnsafeRawBufferPointer($0)) }
         appendCRLF()
     }
 
     /// "Name: value\r\n".
     public mutating func field(name: String, value: String) {
         appendToken(name)
-        bytes.append(ByteClass.colon)
-        bytes.append(ByteClass.sp)
-        appendValue(value.utf8)
+        appendColonSpace()
+        var value = value
+        value.withUTF8 { appendValue(UnsafeRawBufferPointer($0)) }
+        appendCRLF()
+    }
+
+    /// "Name: value\r\n" for a name Airlock spells out (still checked like any other).
+    public mutating func field(_ name: StaticString, value: String) {
+        appendToken(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        appendColonSpace()
+        var value = value
+        value.withUTF8 { appendValue(UnsafeRawBufferPointer($0)) }
+        appendCRLF()
+    }
+
+    /// "Name: 1234\r\n": a decimal value written without building a String.
+    public mutating func field(_ name: StaticString, decimal: UInt64) {
+        appendToken(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        appendColonSpace()
+        var digits = 1
+        var rest = decimal / 10
+        while rest > 0 { digits += 1; rest /= 10 }
+        let out = reserve(digits)
+        var v = decimal
+        for k in stride(from: digits - 1, through: 0, by: -1) {
+            out[k] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+            v /= 10
+        }
+        count += digits
         appendCRLF()
     }
 
     /// Copies field `i` of `headers` byte for byte, with no String in between.
     public mutating func field(from headers: HTTPHeaders, at i: Int) {
-        // Parsed fields are already valid: check with a scan and copy in bulk; only a field
-        // that fails the check (one built by hand) takes the byte-by-byte sanitising path.
-        headers.withNameBytes(at: i) { name in
-            if name.allSatisfy(ByteClass.isTchar) {
-                bytes.append(contentsOf: name)
-            } else {
-                for b in name where ByteClass.isTchar(b) { bytes.append(b) }
-            }
-        }
-        bytes.append(ByteClass.colon)
-        bytes.append(ByteClass.sp)
-        headers.withValueBytes(at: i) { value in
-            if value.allSatisfy(ByteClass.isFieldValueByte) {
-                bytes.append(contentsOf: value)
-            } else {
-                appendValue(value)
-            }
+        headers.withFieldBytes(at: i) { name, value in
+            appendToken(name)
+            appendColonSpace()
+            appendValue(value)
         }
         appendCRLF()
     }
@@ -82,45 +124,79 @@ public struct HeadWriter: Sendable {
         appendCRLF()
     }
 
-    /// Empties `bytes`, keeping its capacity.
-    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try bytes.withUnsafeBytes(body)
+    // MARK: - Appending
+
+    /// Room for `n` more bytes at the end; the caller writes them and adds `n` to `count`.
+    @inline(__always)
+    private mutating func reserve(_ n: Int) -> UnsafeMutablePointer<UInt8> {
+        if n > capacity - count { grow(n) }
+        return base + count
     }
 
-    public mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
+    @inline(never)
+    private mutating func grow(_ n: Int) {
+        let newCapacity = Swift.max(capacity * 2, count + n)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.update(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    private mutating func put(_ b: UInt8) {
+        reserve(1).pointee = b
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func put(_ bytes: UnsafeRawBufferPointer) {
+        guard let src = bytes.baseAddress, bytes.count > 0 else { return }
+        UnsafeMutableRawPointer(reserve(bytes.count)).copyMemory(from: src, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    /// Names Airlock writes and parsed names are valid tokens: checked, then copied in bulk.
+    /// Any other byte is dropped.
+    private mutating func appendToken(_ token: UnsafeRawBufferPointer) {
+        if ByteClass.allTchar(token) {
+            put(token)
+        } else {
+            for b in token where ByteClass.isTchar(b) { put(b) }
+        }
     }
 
     private mutating func appendToken(_ token: String) {
-        // Names Airlock writes are valid tokens: check, then copy in bulk.
-        if token.utf8.allSatisfy(ByteClass.isTchar) {
-            bytes.append(contentsOf: token.utf8)
-        } else {
-            for b in token.utf8 where ByteClass.isTchar(b) { bytes.append(b) }
-        }
+        var token = token
+        token.withUTF8 { appendToken(UnsafeRawBufferPointer($0)) }
     }
 
-    private mutating func appendValue(_ value: String.UTF8View) {
-        if value.allSatisfy(ByteClass.isFieldValueByte) {
-            bytes.append(contentsOf: value)
-        } else {
-            for b in value { bytes.append(ByteClass.isFieldValueByte(b) ? b : ByteClass.sp) }
-        }
-    }
-
+    /// Valid values are copied in bulk; in any other, each CTL but HTAB (and DEL) becomes SP.
     private mutating func appendValue(_ value: UnsafeRawBufferPointer) {
-        for b in value {
-            bytes.append(ByteClass.isFieldValueByte(b) ? b : ByteClass.sp)
+        if ByteClass.allFieldValueBytes(value) {
+            put(value)
+        } else {
+            for b in value { put(ByteClass.isFieldValueByte(b) ? b : ByteClass.sp) }
         }
     }
 
     private mutating func appendASCII(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    private mutating func appendColonSpace() {
+        let out = reserve(2)
+        out[0] = ByteClass.colon
+        out[1] = ByteClass.sp
+        count += 2
     }
 
     @inline(__always)
     private mutating func appendCRLF() {
-        bytes.append(ByteClass.cr)
-        bytes.append(ByteClass.lf)
+        let out = reserve(2)
+        out[0] = ByteClass.cr
+        out[1] = ByteClass.lf
+        count += 2
     }
 }

@@ -3,7 +3,7 @@ import XCTest
 
 /// Canonical output of HeadWriter and ChunkedEncoder, hop-by-hop stripping and reason phrases.
 final class HeadWriterTests: XCTestCase {
-    private func text(_ writer: HeadWriter) -> String { String(decoding: writer.bytes, as: UTF8.self) }
+    private func text(_ writer: borrowing HeadWriter) -> String { String(decoding: writer.bytes, as: UTF8.self) }
 
     func testRequestHeadIsCanonical() {
         var writer = HeadWriter()
@@ -52,6 +52,30 @@ final class HeadWriterTests: XCTestCase {
         XCTAssertEqual(head.framing, .chunked)
         XCTAssertEqual(head.host, "a.test")
         XCTAssertEqual(head.port, 81)
+    }
+
+    func testDecimalAndStaticNameFields() {
+        var writer = HeadWriter()
+        for n: UInt64 in [0, 9, 10, 100, 1_048_576, UInt64.max] { writer.field("Content-Length", decimal: n) }
+        writer.field("Via", value: "1.1 a\r\nX: y")
+        writer.field("Bad Name", value: "v")
+        XCTAssertEqual(text(writer), "Content-Length: 0\r\nContent-Length: 9\r\nContent-Length: 10\r\n"
+            + "Content-Length: 100\r\nContent-Length: 1048576\r\nContent-Length: 18446744073709551615\r\n"
+            + "Via: 1.1 a  X: y\r\nBadName: v\r\n")
+    }
+
+    func testWriterGrowsPastItsCapacityAndKeepsEveryByte() {
+        var writer = HeadWriter(capacity: 16)
+        let long = String(repeating: "abcdefghij", count: 1_000)
+        writer.statusLine(status: 200, reason: "OK")
+        writer.field(name: "X-Long", value: long)
+        writer.field(name: "X-After", value: "1")
+        writer.end()
+        XCTAssertEqual(text(writer), "HTTP/1.1 200 OK\r\nX-Long: \(long)\r\nX-After: 1\r\n\r\n")
+        XCTAssertEqual(writer.count, writer.bytes.count)
+        writer.reset()
+        writer.end()
+        XCTAssertEqual(writer.bytes, [0x0D, 0x0A])
     }
 
     func testStatusOutsideThreeDigitsIsClamped() {
