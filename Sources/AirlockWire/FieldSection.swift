@@ -37,7 +37,32 @@ struct FieldSection {
         section.headers = consume reusing
         section.headers.refill(parsedBlock: UnsafeRawBufferPointer(rebasing: head[start...]), fields: 16)
         var lineStart = start
+        let n = head.count
         while true {
+            // Fast path for a well-formed line, "name:value CRLF": the name is scanned for tchars
+            // and the value a word at a time up to its CR, so each byte is looked at once. Any
+            // other line (the empty line included) takes the full path below, which finds its
+            // end and reports exactly what is wrong with it.
+            var colon = lineStart
+            while colon < n && ByteClass.isTchar(head[colon]) { colon += 1 }
+            if colon > lineStart && colon < n && head[colon] == ByteClass.colon {
+                let cr = ByteClass.firstNonFieldValueByte(head, from: colon + 1)
+                if cr + 1 < n && head[cr] == ByteClass.cr && head[cr + 1] == ByteClass.lf {
+                    guard section.headers.count < maxCount else {
+                        throw WireError(.tooManyHeaders, "more than \(maxCount) fields")
+                    }
+                    let valueInHead = ByteClass.trimmed(head, colon + 1, cr)
+                    let known = KnownField.classify(UnsafeRawBufferPointer(rebasing: head[lineStart..<colon]))
+                    if known != .other {
+                        try section.note(known, value: UnsafeRawBufferPointer(rebasing: head[valueInHead]), at: valueInHead)
+                    }
+                    section.headers.appendParsed(name: (lineStart - start)..<(colon - start),
+                                                 value: (valueInHead.lowerBound - start)..<(valueInHead.upperBound - start),
+                                                 known: known)
+                    lineStart = cr + 2
+                    continue
+                }
+            }
             guard let lf = try FieldLine.lineEnd(head, from: lineStart) else {
                 throw WireError(.incompleteHead, "head does not end with an empty line")
             }

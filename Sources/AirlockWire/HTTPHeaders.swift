@@ -55,6 +55,10 @@ public struct HTTPHeaders: Sendable, Equatable {
         }
     }
 
+    /// Bytes of field `i`'s name and value together.
+    @inline(__always)
+    public func fieldBytes(at i: Int) -> Int { Int(entries[i].nameCount + entries[i].valueCount) }
+
     /// Name and value bytes of field `i`, in one access to the storage.
     @inline(__always)
     public func withFieldBytes<R>(at i: Int, _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R) rethrows -> R {

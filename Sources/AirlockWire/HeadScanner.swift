@@ -51,7 +51,7 @@ public struct HeadScanner: Sendable {
         let end = min(n, maxHead)
         while true {
             // Tight search for the next LF; the limits are checked once per line, not per byte.
-            while i < end && bytes[i] != ByteClass.lf { i += 1 }
+            i = ByteClass.index(of: ByteClass.lf, in: bytes, from: i, to: end)
             if checksLine && inStartLine && i - 1 - lineStart > maxLine {
                 throw WireError(.requestLineTooLong, "request line longer than \(maxLine) bytes")
             }
