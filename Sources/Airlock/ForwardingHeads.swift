@@ -134,9 +134,9 @@ enum ForwardingHeads {
     static func error(status: Int, body: [UInt8], keepAlive: Bool) -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
-        w.field(name: "Content-Type", value: "application/json")
-        w.field(name: "Content-Length", value: String(body.count))
-        w.field(name: "Cache-Control", value: "no-store")
+        w.field("Content-Type", value: "application/json")
+        w.field("Content-Length", decimal: UInt64(body.count))
+        w.field("Cache-Control", value: "no-store")
         if !keepAlive { w.field("Connection", value: "close") }
         w.end()
         return w.bytes + body

@@ -69,32 +69,31 @@ public struct HeadWriter: ~Copyable {
         out[2] = UInt8(truncatingIfNeeded: 0x30 + status % 10)
         out[3] = ByteClass.sp
         count += 4
-        var reason = reason
-        reason.withUTF8 { appendValue(UnsafeRawBufferPointer($0)) }
+        appendValue(reason)
         appendCRLF()
     }
 
     /// "Name: value\r\n".
     public mutating func field(name: String, value: String) {
-        appendToken(name)
-        appendColonSpace()
-        var value = value
-        value.withUTF8 { appendValue(UnsafeRawBufferPointer($0)) }
-        appendCRLF()
+        var name = name
+        name.withUTF8 { field(token: UnsafeRawBufferPointer($0), value: value) }
     }
 
     /// "Name: value\r\n" for a name Airlock spells out (still checked like any other).
     public mutating func field(_ name: StaticString, value: String) {
-        appendToken(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        field(token: Self.bytes(of: name), value: value)
+    }
+
+    private mutating func field(token: UnsafeRawBufferPointer, value: String) {
+        appendToken(token)
         appendColonSpace()
-        var value = value
-        value.withUTF8 { appendValue(UnsafeRawBufferPointer($0)) }
+        appendValue(value)
         appendCRLF()
     }
 
     /// "Name: 1234\r\n": a decimal value written without building a String.
     public mutating func field(_ name: StaticString, decimal: UInt64) {
-        appendToken(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        appendToken(Self.bytes(of: name))
         appendColonSpace()
         var digits = 1
         var rest = decimal / 10
@@ -122,25 +121,43 @@ public struct HeadWriter: ~Copyable {
     @inline(__always)
     private static func writeField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
                                    to out: UnsafeMutablePointer<UInt8>) -> Int {
-        var k = 0
-        if ByteClass.allTchar(name) {
-            if let p = name.baseAddress { UnsafeMutableRawPointer(out).copyMemory(from: p, byteCount: name.count) }
-            k = name.count
-        } else {
-            for b in name where ByteClass.isTchar(b) { out[k] = b; k += 1 }
-        }
+        var k = writeToken(name, to: out)
         out[k] = ByteClass.colon
         out[k + 1] = ByteClass.sp
         k += 2
-        if ByteClass.allFieldValueBytes(value) {
-            if let p = value.baseAddress { UnsafeMutableRawPointer(out + k).copyMemory(from: p, byteCount: value.count) }
-            k += value.count
-        } else {
-            for b in value { out[k] = ByteClass.isFieldValueByte(b) ? b : ByteClass.sp; k += 1 }
-        }
+        k += writeValue(value, to: out + k)
         out[k] = ByteClass.cr
         out[k + 1] = ByteClass.lf
         return k + 2
+    }
+
+    /// Names Airlock writes and parsed names are valid tokens: checked, then copied in bulk.
+    /// Any other byte is dropped. Writes at most `token.count` bytes at `out`; returns how many.
+    @inline(__always)
+    private static func writeToken(_ token: UnsafeRawBufferPointer, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        guard !ByteClass.allTchar(token) else { return copy(token, to: out) }
+        var k = 0
+        for b in token where ByteClass.isTchar(b) { out[k] = b; k += 1 }
+        return k
+    }
+
+    /// Valid values are copied in bulk; in any other, each CTL but HTAB (and DEL) becomes SP.
+    /// Writes `value.count` bytes at `out`.
+    @inline(__always)
+    private static func writeValue(_ value: UnsafeRawBufferPointer, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        guard !ByteClass.allFieldValueBytes(value) else { return copy(value, to: out) }
+        for (k, b) in value.enumerated() { out[k] = ByteClass.isFieldValueByte(b) ? b : ByteClass.sp }
+        return value.count
+    }
+
+    @inline(__always)
+    private static func copy(_ bytes: UnsafeRawBufferPointer, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        if let p = bytes.baseAddress { UnsafeMutableRawPointer(out).copyMemory(from: p, byteCount: bytes.count) }
+        return bytes.count
+    }
+
+    private static func bytes(of text: StaticString) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }
 
     /// The empty line ending the head.
@@ -175,19 +192,11 @@ public struct HeadWriter: ~Copyable {
 
     @inline(__always)
     private mutating func put(_ bytes: UnsafeRawBufferPointer) {
-        guard let src = bytes.baseAddress, bytes.count > 0 else { return }
-        UnsafeMutableRawPointer(reserve(bytes.count)).copyMemory(from: src, byteCount: bytes.count)
-        count += bytes.count
+        count += Self.copy(bytes, to: reserve(bytes.count))
     }
 
-    /// Names Airlock writes and parsed names are valid tokens: checked, then copied in bulk.
-    /// Any other byte is dropped.
     private mutating func appendToken(_ token: UnsafeRawBufferPointer) {
-        if ByteClass.allTchar(token) {
-            put(token)
-        } else {
-            for b in token where ByteClass.isTchar(b) { put(b) }
-        }
+        count += Self.writeToken(token, to: reserve(token.count))
     }
 
     private mutating func appendToken(_ token: String) {
@@ -195,17 +204,16 @@ public struct HeadWriter: ~Copyable {
         token.withUTF8 { appendToken(UnsafeRawBufferPointer($0)) }
     }
 
-    /// Valid values are copied in bulk; in any other, each CTL but HTAB (and DEL) becomes SP.
-    private mutating func appendValue(_ value: UnsafeRawBufferPointer) {
-        if ByteClass.allFieldValueBytes(value) {
-            put(value)
-        } else {
-            for b in value { put(ByteClass.isFieldValueByte(b) ? b : ByteClass.sp) }
+    private mutating func appendValue(_ value: String) {
+        var value = value
+        value.withUTF8 { v in
+            let v = UnsafeRawBufferPointer(v)
+            count += Self.writeValue(v, to: reserve(v.count))
         }
     }
 
     private mutating func appendASCII(_ text: StaticString) {
-        put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        put(Self.bytes(of: text))
     }
 
     @inline(__always)
