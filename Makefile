@@ -13,7 +13,7 @@ SWIFT   ?= swift
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 ARGS    ?=
 FILE    ?=
-APT_PKGS := libevent-dev libssl-dev pkg-config curl openssl python3 python3-cryptography
+APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config curl openssl python3 python3-cryptography
 RELEASE_BIN := .build/release/airlock
 DEBUG_BIN   := .build/debug/airlock
 
@@ -53,9 +53,9 @@ setup: check-swift
 	  apt-get -o DPkg::Lock::Timeout=600 update; \
 	  apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "$${missing[@]}"; \
 	fi; \
-	pkg-config --exists libevent openssl || { \
-	  echo "error: pkg-config cannot find libevent and/or openssl (libevent-dev, libssl-dev)" >&2; exit 1; }; \
-	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl))"
+	pkg-config --exists libevent openssl liburing || { \
+	  echo "error: pkg-config cannot find libevent, openssl and/or liburing (libevent-dev, libssl-dev, liburing-dev)" >&2; exit 1; }; \
+	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing))"
 
 build: check-swift
 	$(SWIFT) build

@@ -24,6 +24,11 @@ let package = Package(
             providers: [.apt(["libevent-dev"])]
         ),
         .systemLibrary(
+            name: "CLiburing",
+            pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]
+        ),
+        .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
@@ -35,7 +40,7 @@ let package = Package(
         .target(name: "AirlockSecurity", swiftSettings: strict),
 
         // The only module that touches C.
-        .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL"], swiftSettings: strict),
+        .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
 
         .target(name: "AirlockSession", dependencies: ["AirlockWire", "AirlockSecurity"], swiftSettings: strict),
 

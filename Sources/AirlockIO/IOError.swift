@@ -9,6 +9,7 @@ public struct IOError: Error, Sendable, CustomStringConvertible {
         case connect = "connect-failed"
         case socket = "socket-failed"
         case tls = "tls-failed"
+        case ioUring = "io-uring-unavailable"
     }
 
     public let code: Code

@@ -409,19 +409,67 @@ public final class Stream {
         writeOut()
     }
 
+    /// The loop's batched flush (`EventLoop.flushDirty`), step 1: queues this stream's
+    /// output on `ring` when it is a single plain chain. Returns false when the stream must
+    /// be flushed on its own instead (`flush`: TLS, or output in several chains). Runs no
+    /// callback, so nothing can touch the queued bytes before the ring is submitted.
+    func queueFlush(on ring: SendRing) -> Bool {
+        guard ssl == nil else { return false }
+        isDirty = false
+        guard !writeArmed, fd >= 0 else { return true }
+        switch state {
+        case .open, .eof, .flushing: break
+        case .connecting, .handshaking, .lingering, .closed: return true
+        }
+        var chain = iovec()
+        let chains = evbuffer_peek(output, -1, nil, &chain, 1)
+        if chains == 0 { return true }
+        if chains > 1 { return false }
+        ring.add(self, fd: fd, buffer: chain)
+        return true
+    }
+
+    /// Step 2: what the kernel took leaves the output. Runs no callback either, for every
+    /// stream of the batch before any step 3 (a callback may write to, or close, a stream
+    /// whose result is not yet accounted).
+    func queuedFlushSent(_ result: Int) {
+        if result > 0 { evbuffer_drain(output, result) }
+    }
+
+    /// Step 3: the write's consequences, as after a plain `send` (`writeOut`).
+    func queuedFlushDone(_ result: Int) {
+        guard fd >= 0 else { return }
+        switch state {
+        case .open, .eof, .flushing: break
+        case .connecting, .handshaking, .lingering, .closed: return
+        }
+        if result == SendRing.notSent {
+            if !writeArmed && evbuffer_get_length(output) > 0 { writeOut() }
+            return
+        }
+        afterPlainWrite(result, error: result < 0 ? Int32(-result) : 0)
+    }
+
     /// One write attempt; arms or disarms the write event and reports progress.
     private func writeOut() {
         if let s = ssl {
-            if !tlsWrite(s) { return }
+            if tlsWrite(s) { afterWrite() }
         } else {
             let n = plainWrite()
-            if n < 0 && errno != EAGAIN && errno != EINTR {
-                let why = String(cString: strerror(errno))
-                armWrite(false)
-                fail(.error(why))
-                return
-            }
+            afterPlainWrite(n, error: n < 0 ? errno : 0)
         }
+    }
+
+    private func afterPlainWrite(_ n: Int, error: Int32) {
+        if n < 0 && error != EAGAIN && error != EINTR {
+            armWrite(false)
+            fail(.error(String(cString: strerror(error))))
+            return
+        }
+        afterWrite()
+    }
+
+    private func afterWrite() {
         let left = evbuffer_get_length(output)
         armWrite(left > 0)
         if state == .flushing {

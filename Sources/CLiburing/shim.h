@@ -1,0 +1,73 @@
+#ifndef AIRLOCK_CLIBURING_SHIM_H
+#define AIRLOCK_CLIBURING_SHIM_H
+/* io_uring, used for one thing: a loop iteration's socket writes, submitted in one
+ * io_uring_enter instead of one send() each (see AirlockIO's SendRing). */
+#include <features.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <liburing.h>
+
+/* A ring of `entries` submission slots, or NULL with *err set (ENOSYS, EPERM under a
+ * seccomp profile that forbids io_uring, ENOMEM...). SUBMIT_ALL (Linux 5.18) is required:
+ * the kernel takes every queued send even when one fails. COOP_TASKRUN is dropped on a
+ * kernel without it. (Not SINGLE_ISSUER: the ring is made on the thread that builds the
+ * loop, then used by the loop's own thread.) */
+static inline struct io_uring *airlock_ring_new(unsigned entries, int *err) {
+    struct io_uring *r = calloc(1, sizeof *r);
+    if (!r) { *err = ENOMEM; return NULL; }
+    const unsigned wanted[] = {
+        IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN,
+        IORING_SETUP_SUBMIT_ALL,
+    };
+    int rc = -EINVAL;
+    for (unsigned i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        rc = io_uring_queue_init(entries, r, wanted[i]);
+        if (rc != -EINVAL) break;
+    }
+    if (rc < 0) { free(r); *err = -rc; return NULL; }
+    return r;
+}
+
+static inline void airlock_ring_free(struct io_uring *r) {
+    io_uring_queue_exit(r);
+    free(r);
+}
+
+/* Sends bufs[i] on fds[i] for i < n (n <= the ring's entries), as non-blocking sends
+ * (MSG_DONTWAIT: a full socket buffer completes with -EAGAIN instead of parking the
+ * request in the kernel), all submitted with one io_uring_enter. results[i] receives
+ * the byte count or -errno; a send the kernel did not take keeps the caller's value.
+ * Returns how many sends the kernel took (n unless the ring failed), or -errno when it
+ * took none. */
+static inline int airlock_ring_send_all(struct io_uring *r, unsigned n, const int *fds,
+                                        const struct iovec *bufs, long *results) {
+    for (unsigned i = 0; i < n; i++) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+        if (!sqe) { n = i; break; }   /* cannot happen: n <= entries, the ring starts empty */
+        io_uring_prep_send(sqe, fds[i], bufs[i].iov_base, bufs[i].iov_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        io_uring_sqe_set_data64(sqe, i);
+    }
+    int submitted;
+    do { submitted = io_uring_submit(r); } while (submitted == -EINTR);
+    if (submitted < 0) return submitted;
+    /* Non-blocking sends complete during the submit, so their completions are already
+     * posted; any that is not is waited for (a send with MSG_DONTWAIT cannot wait on
+     * the peer, so this does not stall the loop). */
+    unsigned seen = 0;
+    while (seen < (unsigned)submitted) {
+        struct io_uring_cqe *cqe;
+        int rc = io_uring_peek_cqe(r, &cqe);
+        if (rc == -EAGAIN) rc = io_uring_wait_cqe(r, &cqe);
+        if (rc == -EINTR) continue;
+        if (rc < 0) return rc;
+        unsigned long long i = io_uring_cqe_get_data64(cqe);
+        if (i < n) results[i] = cqe->res;
+        io_uring_cqe_seen(r, cqe);
+        seen++;
+    }
+    return submitted;
+}
+
+#endif
