@@ -68,6 +68,7 @@ let package = Package(
         .testTarget(name: "AirlockWireTests", dependencies: ["AirlockWire"], swiftSettings: strict),
         .testTarget(name: "AirlockSerializationTests", dependencies: ["AirlockSerialization"], swiftSettings: strict),
         .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity"], swiftSettings: strict),
+        .testTarget(name: "AirlockIOTests", dependencies: ["AirlockIO"], swiftSettings: strict),
         .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession"], swiftSettings: strict),
         .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockTesting"], swiftSettings: strict),
         .testTarget(

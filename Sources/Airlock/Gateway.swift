@@ -100,6 +100,7 @@ public final class Gateway: @unchecked Sendable {
             "port": .stringConvertible(Int(boundPort)),
             "workers": .stringConvertible(workers.count),
             "routes": .stringConvertible(config.routes.count),
+            "send_batching": .string(workers.first?.loop.sendBatching ?? "-"),
         ])
     }
 

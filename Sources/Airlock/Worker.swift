@@ -42,7 +42,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
                                      headerBytes: limits.headerBytes,
                                      headerCount: limits.headerCount)
-        self.loop = EventLoop(name: "worker-\(index)")
+        self.loop = EventLoop(name: "worker-\(index)", batchSends: context.config.ioUring == .auto)
         self.resolver = Resolver(loop: loop)
         self.pool = ConnectionPool(maxIdlePerKey: limits.maxIdlePerUpstream)
         self.onConnectionClosed = onConnectionClosed

@@ -97,7 +97,9 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    public init(name: String) {
+    /// `batchSends`: write each iteration's output through io_uring where the kernel
+    /// allows it (see `SendRing`); otherwise, or when false, one `send` per stream.
+    public init(name: String, batchSends: Bool = false) {
         IORuntime.setUp()
         self.name = name
         let cfg = event_config_new()
@@ -105,7 +107,7 @@ public final class EventLoop: @unchecked Sendable {
         base = event_base_new_with_config(cfg)!
         event_config_free(cfg)
         wakeFD = airlock_eventfd()
-        switch SendRing.make() {
+        switch batchSends ? SendRing.make() : .failure(IOError(.ioUring, "io_uring: off")) {
         case .success(let r):
             sendRing = r
             sendBatching = "io_uring"
@@ -161,10 +163,22 @@ public final class EventLoop: @unchecked Sendable {
         // by our first write finds the rest of the batch waiting.
         // (A persistent event with no fd keeps the loop alive with no connections.)
         while !stopping.load(ordering: .acquiring) {
-            if event_base_loop(base, EVLOOP_ONCE) != 0 { break }
-            flushDirty()
+            if !runOnce() { break }
         }
     }
+
+    /// One iteration of `run`: waits for events (unless `blocking` is false), runs their
+    /// callbacks, then writes what they queued. False when libevent fails or has no events.
+    @discardableResult
+    func runOnce(blocking: Bool = true) -> Bool {
+        let flags = blocking ? EVLOOP_ONCE : EVLOOP_ONCE | EVLOOP_NONBLOCK
+        if event_base_loop(base, flags) != 0 { return false }
+        flushDirty()
+        return true
+    }
+
+    /// Whether writes go through io_uring now (false once a submission failed).
+    var batchesSends: Bool { sendRing.map { !$0.broken } ?? false }
 
     /// Starts a dedicated thread that runs the loop.
     public func startThread() {

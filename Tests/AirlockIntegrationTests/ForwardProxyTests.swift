@@ -3,7 +3,12 @@ import Foundation
 import XCTest
 
 /// Airlock as an HTTP proxy for real clients (`curl -x`), in front of real origins.
-final class ForwardProxyTests: XCTestCase {
+/// With `io_uring: auto` (the default: io_uring where the kernel allows it); the same
+/// tests run again with `io_uring: off` in `ForwardProxySendPerStreamTests`.
+class ForwardProxyTests: XCTestCase {
+    /// The config's `io_uring` value.
+    class var ioUring: String { "auto" }
+
     var origin: TestOrigin!
     var airlock: AirlockProcess!
 
@@ -24,7 +29,7 @@ final class ForwardProxyTests: XCTestCase {
                 return .ok("hello from origin")
             }
         })
-        airlock = try Fixture.start(Fixture.forwardConfig())
+        airlock = try Fixture.start(Fixture.forwardConfig(ioUring: Self.ioUring))
     }
 
     override func tearDown() {
@@ -34,6 +39,36 @@ final class ForwardProxyTests: XCTestCase {
 
     var proxy: String { "http://127.0.0.1:\(airlock.port)" }
     var base: String { "http://127.0.0.1:\(origin.port)" }
+
+    func testListeningRecordNamesTheSendMode() throws {
+        let rec = airlock.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.listening" }
+        let mode = rec?["send_batching"] as? String ?? "(none)"
+        if Self.ioUring == "off" {
+            XCTAssertEqual(mode, "send per stream (io_uring: off)")
+        } else {
+            // io_uring, or the reason the kernel refused it.
+            XCTAssertTrue(mode == "io_uring" || mode.hasPrefix("send per stream (io_uring_setup: "), mode)
+        }
+    }
+
+    /// Many small exchanges on many connections at once, so that loop iterations carry
+    /// batches of writes: each client gets its own responses, in order.
+    func testConcurrentClientsEachGetTheirOwnResponses() throws {
+        let clients = try (0..<24).map { _ in try RawClient(port: airlock.port) }
+        defer { for c in clients { c.close() } }
+        for round in 0..<20 {
+            for (i, c) in clients.enumerated() {
+                let body = "c\(i)r\(round)"
+                try c.send("POST \(base)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            }
+            for (i, c) in clients.enumerated() {
+                let r = try c.readResponse()
+                XCTAssertEqual(r.status, 200)
+                XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "c\(i)r\(round)")
+            }
+        }
+        XCTAssertEqual(origin.requests.count, 24 * 20)
+    }
 
     func testGetThroughProxy() throws {
         let r = try Curl.run(["-x", proxy, "\(base)/hello", "-H", "Proxy-Connection: keep-alive", "-H", "X-Custom: yes"])
@@ -173,5 +208,17 @@ final class ForwardProxyTests: XCTestCase {
         let r = try Curl.run(["-x", proxy, "http://no-such-host.invalid/", "-w", "\\n%{http_code}"], timeout: 40)
         XCTAssertTrue(r.stdoutString.hasSuffix("502"), r.stdoutString)
         XCTAssertEqual(Fixture.json(Array(r.stdout.dropLast(4)))["error"] as? String, "upstream-unresolvable")
+    }
+}
+
+/// Every forward-proxy test again, with each write its own `send` (`io_uring: off`).
+final class ForwardProxySendPerStreamTests: ForwardProxyTests {
+    override class var ioUring: String { "off" }
+
+    // Test discovery on Linux registers a class only for the test methods it declares; this
+    // one makes it run every inherited test with `io_uring: off` as well.
+    func testSendPerStreamIsInEffect() throws {
+        let rec = airlock.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.listening" }
+        XCTAssertEqual(rec?["send_batching"] as? String, "send per stream (io_uring: off)")
     }
 }

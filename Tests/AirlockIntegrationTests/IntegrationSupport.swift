@@ -23,10 +23,11 @@ enum Fixture {
         """
     }
 
-    static func forwardConfig(limits: [String: String] = [:]) -> String {
+    static func forwardConfig(limits: [String: String] = [:], ioUring: String = "auto") -> String {
         """
         listen: 127.0.0.1:0
         workers: 2
+        io_uring: \(ioUring)
         \(limitsYAML(limits))
         routes:
           - name: default

@@ -8,6 +8,7 @@ final class AirlockConfigLoadingTests: XCTestCase {
         XCTAssertEqual(config.workers, AirlockConfig.autoWorkers)
         XCTAssertGreaterThanOrEqual(config.workers, 1)
         XCTAssertFalse(config.allowOpenProxy)
+        XCTAssertEqual(config.ioUring, .auto)
 
         let limits = config.limits
         XCTAssertEqual(limits.requestLineBytes, 8192)
@@ -37,6 +38,7 @@ final class AirlockConfigLoadingTests: XCTestCase {
         XCTAssertEqual(config.listen.description, "127.0.0.1:8080")
         XCTAssertEqual(config.workers, AirlockConfig.autoWorkers)
         XCTAssertFalse(config.allowOpenProxy)
+        XCTAssertEqual(config.ioUring, .auto, "io_uring where the kernel allows it")
         XCTAssertEqual(config.limits, LimitsConfig())
         XCTAssertEqual(config.routes, [
             RouteConfig(name: "default", host: .any, upstream: .origin, response: .reportOnlyHTTP),
@@ -57,6 +59,7 @@ final class AirlockConfigLoadingTests: XCTestCase {
         let config = try XCTUnwrap(assertLoads("""
             listen: "[::1]:0"
             workers: 3
+            io_uring: off
             limits:
               header_bytes: 64KiB
               body_bytes: 1GiB
@@ -67,6 +70,7 @@ final class AirlockConfigLoadingTests: XCTestCase {
             """ + "\n" + defaultRouteYAML))
         XCTAssertEqual(config.listen, ListenAddress(host: "::1", port: 0))
         XCTAssertEqual(config.workers, 3)
+        XCTAssertEqual(config.ioUring, .off)
         XCTAssertEqual(config.limits.headerBytes, 65536)
         XCTAssertEqual(config.limits.bodyBytes, 1 << 30)
         XCTAssertEqual(config.limits.idleTimeout, .milliseconds(500))
@@ -102,9 +106,11 @@ final class AirlockConfigLoadingTests: XCTestCase {
                 RouteConfig(name: "true", host: .suffix(".example.com"), pathPrefix: "/",
                             upstream: .fixed(UpstreamTarget(scheme: "https", host: "api.example.com"))),
                 RouteConfig(name: "null", host: .any, upstream: .origin),
-            ]
+            ],
+            ioUring: .off
         )
         let rendered = config.renderYAML()
+        XCTAssertTrue(rendered.contains("io_uring: off"), rendered)
         XCTAssertEqual(try AirlockConfig.load(yaml: rendered), config, rendered)
     }
 

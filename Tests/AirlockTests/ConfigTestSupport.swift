@@ -6,6 +6,7 @@ let fullExampleYAML = """
     listen: 127.0.0.1:8080
     workers: auto                 # one event loop per core; or an integer 1..256
     allow_open_proxy: false       # see below
+    io_uring: auto                # or off: one send per connection
     limits:
       request_line_bytes: 8192    # longer -> 414
       header_bytes: 65536         # whole header block; larger -> 431

@@ -58,6 +58,7 @@ final class ConfigValidationTests: XCTestCase {
         assertSingleIssue("routes: { a: b }\n", at: "routes", contains: "expected a list")
         assertSingleIssue("listen: [a]\n" + defaultRouteYAML, at: "listen", contains: "single value")
         assertSingleIssue("allow_open_proxy: maybe\n" + defaultRouteYAML, at: "allow_open_proxy", contains: "true or false")
+        assertSingleIssue("io_uring: on\n" + defaultRouteYAML, at: "io_uring", contains: "expected auto or off, got \"on\"")
         assertSingleIssue("listen:\n" + defaultRouteYAML, at: "listen", contains: "value is required")
         assertSingleIssue("routes:\n  - just-a-string\n", at: "routes[0]", contains: "expected a mapping")
     }

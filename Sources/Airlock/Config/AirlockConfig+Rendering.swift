@@ -6,6 +6,7 @@ extension AirlockConfig {
             "listen: \(Self.yamlScalar(listen.description))",
             "workers: \(workers)",
             "allow_open_proxy: \(allowOpenProxy)",
+            "io_uring: \(ioUring.rawValue)",
             "limits:",
             "  request_line_bytes: \(limits.requestLineBytes)",
             "  header_bytes: \(limits.headerBytes)",

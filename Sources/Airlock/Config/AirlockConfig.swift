@@ -19,6 +19,16 @@ public struct AirlockConfig: Sendable, Equatable {
     public var routes: [RouteConfig]
     public var admin: AdminConfig
     public var rejects: RejectsConfig
+    /// Whether workers write through io_uring (`auto`) or one `send` per stream (`off`).
+    public var ioUring: IOUringMode
+
+    public enum IOUringMode: String, Sendable, Equatable, CaseIterable {
+        /// Each loop iteration's plain writes go out in one io_uring submission where the
+        /// kernel allows it; one `send` per stream where it does not.
+        case auto
+        /// Always one `send` per stream.
+        case off
+    }
 
     public init(
         listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
@@ -27,7 +37,8 @@ public struct AirlockConfig: Sendable, Equatable {
         limits: LimitsConfig = LimitsConfig(),
         routes: [RouteConfig],
         admin: AdminConfig = AdminConfig(),
-        rejects: RejectsConfig = RejectsConfig()
+        rejects: RejectsConfig = RejectsConfig(),
+        ioUring: IOUringMode = .auto
     ) {
         self.listen = listen
         self.workers = workers
@@ -36,6 +47,7 @@ public struct AirlockConfig: Sendable, Equatable {
         self.routes = routes
         self.admin = admin
         self.rejects = rejects
+        self.ioUring = ioUring
     }
 
     /// `listen: 127.0.0.1:8080`, `workers: auto`, one route `default` for

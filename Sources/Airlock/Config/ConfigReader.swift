@@ -12,6 +12,7 @@ struct ConfigReader {
 
     static let topLevelKeys = [
         "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "rejects",
+        "io_uring",
     ]
     static let limitKeys = [
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
@@ -55,6 +56,13 @@ struct ConfigReader {
             case "true": config.allowOpenProxy = true
             case "false": config.allowOpenProxy = false
             default: fail("allow_open_proxy", "expected true or false, got \"\(text)\"")
+            }
+        }
+        if let node = fields["io_uring"], let text = scalar(node, at: "io_uring") {
+            if let mode = AirlockConfig.IOUringMode(rawValue: text) {
+                config.ioUring = mode
+            } else {
+                fail("io_uring", "expected auto or off, got \"\(text)\"")
             }
         }
         if let node = fields["limits"] {
