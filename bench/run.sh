@@ -147,7 +147,10 @@ measure_tls() {  # measure_tls CONFIG PATH...
   $(srv_pin) "$AIRLOCK_BIN" run --config "$cfg" --workers "$WORKERS" "${airlock_args[@]}" > "$dir/stdout.log" 2>&1 &
   pid=$!
   if ! wait_port "$TLS_PORT" 10; then log "airlock-tls did not start"; stop_pid "$pid" airlock-tls; return 0; fi
-  up_pid=$("$HARNESS/servers.sh" status upstream | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {print $i; exit}}')
+  # `servers.sh status` prints "upstream running pid=N port=P"; without it the upstream's
+  # column would repeat our own CPU.
+  up_pid=$("$HARNESS/servers.sh" status upstream | sed -n 's/.*pid=\([0-9][0-9]*\).*/\1/p')
+  [ -n "$up_pid" ] || log "airlock-tls: upstream pid not found; up_cpu_s repeats Airlock's CPU"
   if ! curl -sS --max-time 10 -o /dev/null -D - "http://127.0.0.1:$TLS_PORT/small" | tr -d '\r' | grep -qi '^x-bench-scheme: https$'; then
     log "airlock-tls failed verification (no x-bench-scheme: https)"; stop_pid "$pid" airlock-tls; return 0
   fi
