@@ -52,8 +52,10 @@ public final class EventLoop: @unchecked Sendable {
         if s.flushesFirst { dirtyUpstream.append(s) } else { dirty.append(s) }
     }
 
-    /// Called when each loop iteration ends: writes what was queued in one go per stream,
-    /// straight to the socket, without a round trip through epoll.
+    /// Called when each loop iteration ends: writes what was queued, straight to the
+    /// sockets, without a round trip through epoll: all plain single-chain outputs in one
+    /// io_uring submission (`SendRing`) when the loop has a ring, the rest (TLS, bulk
+    /// output in several chains) one stream at a time.
     ///
     /// Requests go out before responses (as HAProxy orders its sends): the upstream can start
     /// on the whole batch while the responses are written, and, sharing a CPU with us, it
@@ -68,7 +70,7 @@ public final class EventLoop: @unchecked Sendable {
             flushing.append(contentsOf: dirty)
             dirty.removeAll(keepingCapacity: true)
             for s in flushing {
-                if !s.queueFlush(on: ring) { flushAlone.append(s) }
+                if ring.broken || !s.queueFlush(on: ring) { flushAlone.append(s) }
                 if ring.isFull { submit(ring) }
             }
             flushing.removeAll(keepingCapacity: true)

@@ -20,8 +20,8 @@ import Glibc
 final class SendRing {
     /// Sends per submission: larger batches are submitted in several.
     static let entries = 256
-    /// "Not sent" (the kernel never took this send).
-    static let notSent = Int.min
+    /// "Not sent" (the kernel never took this send): the stream writes it itself.
+    static let notSent = Int(airlock_ring_not_sent())
 
     private let ring: UnsafeMutablePointer<io_uring>
     private var fds: [Int32] = []
@@ -29,7 +29,8 @@ final class SendRing {
     private var results: [Int] = []
     /// The streams of `fds`/`buffers`, same order; kept alive until their results are in.
     private(set) var streams: [Stream] = []
-    /// Set when a submission failed: the loop stops using the ring.
+    /// Set when a submission failed: the loop stops using the ring. (A send whose outcome
+    /// was lost reports EIO, and its connection fails instead of sending twice.)
     private(set) var broken = false
 
     private init(ring: UnsafeMutablePointer<io_uring>) {
@@ -68,14 +69,14 @@ final class SendRing {
         results.removeAll(keepingCapacity: true)
         guard n > 0 else { return }
         results.append(contentsOf: repeatElement(Self.notSent, count: n))
-        let taken = fds.withUnsafeBufferPointer { f in
+        let rc = fds.withUnsafeBufferPointer { f in
             buffers.withUnsafeBufferPointer { b in
                 results.withUnsafeMutableBufferPointer { r in
                     airlock_ring_send_all(ring, UInt32(n), f.baseAddress, b.baseAddress, r.baseAddress)
                 }
             }
         }
-        if taken != Int32(n) { broken = true }
+        if rc != 0 { broken = true }
     }
 
     var count: Int { fds.count }

@@ -4,6 +4,7 @@
  * io_uring_enter instead of one send() each (see AirlockIO's SendRing). */
 #include <features.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -35,19 +36,27 @@ static inline void airlock_ring_free(struct io_uring *r) {
     free(r);
 }
 
+/* What results[i] holds for a send the kernel never took. */
+#define AIRLOCK_RING_NOT_SENT LONG_MIN
+static inline long airlock_ring_not_sent(void) { return AIRLOCK_RING_NOT_SENT; }
+
 /* Sends bufs[i] on fds[i] for i < n (n <= the ring's entries), as non-blocking sends
  * (MSG_DONTWAIT: a full socket buffer completes with -EAGAIN instead of parking the
  * request in the kernel), all submitted with one io_uring_enter. results[i] receives
- * the byte count or -errno; a send the kernel did not take keeps the caller's value.
- * Returns how many sends the kernel took (n unless the ring failed), or -errno when it
- * took none. */
+ * the byte count or -errno; AIRLOCK_RING_NOT_SENT for a send the kernel did not take;
+ * -EIO for one it took but whose outcome could not be read (so the caller fails that
+ * connection rather than risk sending its bytes twice). Returns 0 when every send was
+ * taken and accounted for, else -errno (the caller should stop using the ring). */
 static inline int airlock_ring_send_all(struct io_uring *r, unsigned n, const int *fds,
                                         const struct iovec *bufs, long *results) {
+    unsigned queued = 0;
     for (unsigned i = 0; i < n; i++) {
+        results[i] = AIRLOCK_RING_NOT_SENT;
         struct io_uring_sqe *sqe = io_uring_get_sqe(r);
-        if (!sqe) { n = i; break; }   /* cannot happen: n <= entries, the ring starts empty */
+        if (!sqe) continue;   /* cannot happen: n <= entries, and the ring starts empty */
         io_uring_prep_send(sqe, fds[i], bufs[i].iov_base, bufs[i].iov_len, MSG_DONTWAIT | MSG_NOSIGNAL);
         io_uring_sqe_set_data64(sqe, i);
+        queued++;
     }
     int submitted;
     do { submitted = io_uring_submit(r); } while (submitted == -EINTR);
@@ -55,19 +64,26 @@ static inline int airlock_ring_send_all(struct io_uring *r, unsigned n, const in
     /* Non-blocking sends complete during the submit, so their completions are already
      * posted; any that is not is waited for (a send with MSG_DONTWAIT cannot wait on
      * the peer, so this does not stall the loop). */
+    int failure = (unsigned)submitted == queued && queued == n ? 0 : -EBUSY;
     unsigned seen = 0;
     while (seen < (unsigned)submitted) {
         struct io_uring_cqe *cqe;
         int rc = io_uring_peek_cqe(r, &cqe);
         if (rc == -EAGAIN) rc = io_uring_wait_cqe(r, &cqe);
         if (rc == -EINTR) continue;
-        if (rc < 0) return rc;
+        if (rc < 0) {
+            /* Taken, outcome unknown. SQEs are consumed in order, so the taken ones are
+             * the first `submitted` that were queued. */
+            for (unsigned i = 0; i < (unsigned)submitted && i < n; i++)
+                if (results[i] == AIRLOCK_RING_NOT_SENT) results[i] = -EIO;
+            return rc;
+        }
         unsigned long long i = io_uring_cqe_get_data64(cqe);
         if (i < n) results[i] = cqe->res;
         io_uring_cqe_seen(r, cqe);
         seen++;
     }
-    return submitted;
+    return failure;
 }
 
 #endif
