@@ -89,6 +89,12 @@ public final class Stream {
     private var pendingConnectError: Int32 = 0
     private var tlsSetup: TLSSetup?
     private var ssl: OpaquePointer?
+    /// After the TLS handshake: the ciphertext OpenSSL wrote (through `WireBIO`) and the
+    /// socket has not taken yet. Written like a plain stream's output, so TLS streams join
+    /// the loop's batched writes. Nil before the handshake and on plain streams.
+    private var tlsWire: OpaquePointer?
+    /// An encryption failure met while queueing a batched write, reported by `flush`.
+    private var encryptFailure: String?
     private var tlsError = ""
     private var resumeSessionReleased = false
 
@@ -150,6 +156,7 @@ public final class Stream {
 
     deinit {
         if let s = ssl { SSL_free(s) }
+        if let w = tlsWire { evbuffer_free(w) }
         releaseResumeSession()
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
@@ -222,6 +229,13 @@ public final class Stream {
         guard let s = ssl else { return }
         let r = SSL_do_handshake(s)
         if r == 1 {
+            guard attachWireBIO(s) else {
+                armWrite(false)
+                if readArmed { event_del(readEvent); readArmed = false }
+                state = .eof
+                delegate?.stream(self, event: .tlsFailed("out of memory for the TLS write buffer"))
+                return
+            }
             state = .open
             armWrite(false)
             if readArmed { event_del(readEvent); readArmed = false }
@@ -242,6 +256,20 @@ public final class Stream {
             state = .eof
             delegate?.stream(self, event: .tlsFailed(why))
         }
+    }
+
+    /// From now on OpenSSL writes records into `tlsWire` instead of the socket (reads
+    /// still come straight from the socket). False when memory runs out.
+    private func attachWireBIO(_ s: OpaquePointer) -> Bool {
+        guard let method = WireBIO.method, let wire = evbuffer_new() else { return false }
+        guard let bio = BIO_new(method) else {
+            evbuffer_free(wire)
+            return false
+        }
+        BIO_set_data(bio, UnsafeMutableRawPointer(wire))
+        SSL_set0_wbio(s, bio)   // the socket BIO stays as the read BIO
+        tlsWire = wire
+        return true
     }
 
     /// A read or write event during the handshake: continue it, or fail it on timeout.
@@ -364,7 +392,11 @@ public final class Stream {
 
     // MARK: output
 
-    public var outputLength: Int { evbuffer_get_length(output) }
+    /// Bytes queued and not yet taken by the kernel (for TLS: plaintext plus ciphertext).
+    public var outputLength: Int { evbuffer_get_length(output) + (tlsWire.map { evbuffer_get_length($0) } ?? 0) }
+
+    /// What goes to the socket: `output`, or for TLS the ciphertext of it.
+    private var wire: OpaquePointer { tlsWire ?? output }
 
     public func write(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
@@ -405,7 +437,7 @@ public final class Stream {
         case .open, .eof, .flushing: break
         case .connecting, .handshaking, .lingering, .closed: return
         }
-        if evbuffer_get_length(output) == 0 { return }
+        if outputLength == 0 { return }
         writeOut()
     }
 
@@ -414,15 +446,20 @@ public final class Stream {
     /// be flushed on its own instead (`flush`: TLS, or output in several chains). Runs no
     /// callback, so nothing can touch the queued bytes before the ring is submitted.
     func queueFlush(on ring: SendRing) -> Bool {
-        guard ssl == nil else { return false }
         isDirty = false
         guard !writeArmed, fd >= 0 else { return true }
         switch state {
         case .open, .eof, .flushing: break
         case .connecting, .handshaking, .lingering, .closed: return true
         }
+        // TLS: encrypt first (into `tlsWire`; OpenSSL calls nothing of ours but WireBIO).
+        // A failure is kept for `flush`, which reports it.
+        if let s = ssl, let why = encryptOutput(s) {
+            encryptFailure = why
+            return false
+        }
         var chain = iovec()
-        let chains = evbuffer_peek(output, -1, nil, &chain, 1)
+        let chains = evbuffer_peek(wire, -1, nil, &chain, 1)
         if chains == 0 { return true }
         if chains > 1 { return false }
         ring.add(self, fd: fd, buffer: chain)
@@ -433,7 +470,7 @@ public final class Stream {
     /// stream of the batch before any step 3 (a callback may write to, or close, a stream
     /// whose result is not yet accounted).
     func queuedFlushSent(_ result: Int) {
-        if result > 0 { evbuffer_drain(output, result) }
+        if result > 0 { evbuffer_drain(wire, result) }
     }
 
     /// Step 3: the write's consequences, as after a plain `send` (`writeOut`).
@@ -444,7 +481,7 @@ public final class Stream {
         case .connecting, .handshaking, .lingering, .closed: return
         }
         if result == SendRing.notSent {
-            if !writeArmed && evbuffer_get_length(output) > 0 { writeOut() }
+            if !writeArmed && outputLength > 0 { writeOut() }
             return
         }
         afterPlainWrite(result, error: result < 0 ? Int32(-result) : 0)
@@ -452,12 +489,9 @@ public final class Stream {
 
     /// One write attempt; arms or disarms the write event and reports progress.
     private func writeOut() {
-        if let s = ssl {
-            if tlsWrite(s) { afterWrite() }
-        } else {
-            let n = plainWrite()
-            afterPlainWrite(n, error: n < 0 ? errno : 0)
-        }
+        if let s = ssl, !encrypt(s) { return }
+        let n = plainWrite()
+        afterPlainWrite(n, error: n < 0 ? errno : 0)
     }
 
     private func afterPlainWrite(_ n: Int, error: Int32) {
@@ -470,7 +504,7 @@ public final class Stream {
     }
 
     private func afterWrite() {
-        let left = evbuffer_get_length(output)
+        let left = outputLength
         armWrite(left > 0)
         if state == .flushing {
             if left == 0 { startLingering() }
@@ -483,13 +517,14 @@ public final class Stream {
     /// usual small response or request), `writev` for more. Returns the kernel's result.
     private func plainWrite() -> Int {
         withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.writeIOVecs) { v in
-            let chains = Int(evbuffer_peek(output, -1, nil, v.baseAddress, Int32(Self.writeIOVecs)))
+            let buffer = wire
+            let chains = Int(evbuffer_peek(buffer, -1, nil, v.baseAddress, Int32(Self.writeIOVecs)))
             let count = Swift.min(chains, Self.writeIOVecs)
             guard count > 0 else { return 0 }
             let n = count == 1
                 ? send(fd, v[0].iov_base, v[0].iov_len, Int32(MSG_NOSIGNAL))
                 : writev(fd, v.baseAddress, Int32(count))
-            if n > 0 { evbuffer_drain(output, n) }
+            if n > 0 { evbuffer_drain(buffer, n) }
             return n
         }
     }
@@ -498,26 +533,27 @@ public final class Stream {
     /// Up to this many bytes, `moveInput` copies instead of relinking.
     static let copyMoveLimit = 4096
 
-    /// Writes output as TLS records of up to 16 KiB. Returns false after a failure.
-    private func tlsWrite(_ s: OpaquePointer) -> Bool {
+    /// Encrypts all queued plaintext into `tlsWire`, as TLS records of up to 16 KiB;
+    /// on failure the stream fails, and false is returned.
+    private func encrypt(_ s: OpaquePointer) -> Bool {
+        let why = encryptFailure ?? encryptOutput(s)
+        encryptFailure = nil
+        guard let why else { return true }
+        armWrite(false)
+        fail(.error(why))
+        return false
+    }
+
+    /// `encrypt` without the consequences (no callback runs): nil, or OpenSSL's reason.
+    private func encryptOutput(_ s: OpaquePointer) -> String? {
         while true {
             let len = evbuffer_get_length(output)
-            if len == 0 { return true }
+            if len == 0 { return nil }
             let chunk = Swift.min(len, 16384)
-            guard let p = evbuffer_pullup(output, chunk) else { return true }
+            guard let p = evbuffer_pullup(output, chunk) else { return nil }
             let r = SSL_write(s, p, Int32(chunk))
-            if r > 0 {
-                evbuffer_drain(output, Int(r))
-                continue
-            }
-            switch SSL_get_error(s, r) {
-            case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ:
-                return true   // the write event retries
-            default:
-                armWrite(false)
-                fail(.error(Self.opensslError(fallback: "TLS write failed")))
-                return false
-            }
+            if r <= 0 { return Self.opensslError(fallback: "TLS write failed") }
+            evbuffer_drain(output, Int(r))
         }
     }
 
@@ -534,7 +570,10 @@ public final class Stream {
         if let e = readEvent { event_del(e) }
         if let e = writeEvent { event_del(e) }
         if let s = ssl {
-            if SSL_is_init_finished(s) == 1 { _ = SSL_shutdown(s) }   // close_notify, best effort
+            if SSL_is_init_finished(s) == 1 {
+                _ = SSL_shutdown(s)   // close_notify into tlsWire: one try to send it
+                if fd >= 0, let w = tlsWire, evbuffer_get_length(w) > 0 { _ = plainWrite() }
+            }
             ERR_clear_error()
         }
         if fd >= 0 {
@@ -567,7 +606,7 @@ public final class Stream {
         lingerTimer = t
         writeTimeout = linger
         updateReadEvent()
-        if evbuffer_get_length(output) == 0 {
+        if outputLength == 0 {
             if peerClosed { close() } else { startLingering() }
         } else if !writeArmed {
             writeOut()
@@ -659,6 +698,8 @@ public final class Stream {
         var iov = iovec()
         guard evbuffer_reserve_space(input, Self.readChunk, &iov, 1) >= 1 else { return -1 }
         let r = SSL_read(s, iov.iov_base, Int32(Swift.min(iov.iov_len, Self.readChunk)))
+        // Reading can make OpenSSL write (a KeyUpdate answer, an alert): send it.
+        if let w = tlsWire, evbuffer_get_length(w) > 0 { markDirty() }
         if r > 0 {
             iov.iov_len = Int(r)
             evbuffer_commit_space(input, &iov, 1)

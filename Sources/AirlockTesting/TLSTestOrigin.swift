@@ -93,6 +93,20 @@ public final class TLSTestOrigin: @unchecked Sendable {
     /// The request line of every request received so far (e.g. "GET /x HTTP/1.1"), in arrival order.
     public var requestLines: [String] { events("request").map(String.init) }
 
+    /// Every non-empty request body received, in order: its length and SHA-256 (hex).
+    public var requestBodies: [(bytes: Int, sha256: String)] {
+        events("body").compactMap { fields in
+            var bytes: Int?
+            var digest: String?
+            for f in fields.split(separator: " ") {
+                if f.hasPrefix("bytes=") { bytes = Int(f.dropFirst(6)) }
+                if f.hasPrefix("sha256=") { digest = String(f.dropFirst(7)) }
+            }
+            guard let bytes, let digest else { return nil }
+            return (bytes, digest)
+        }
+    }
+
     /// TCP connections accepted so far.
     public var acceptedConnections: Int { events("accept").count }
 
@@ -126,6 +140,11 @@ public final class TLSTestOrigin: @unchecked Sendable {
     /// Waits until at least `n` requests have been logged. False if `timeout` seconds pass first.
     public func waitForRequests(_ n: Int, timeout: Double) -> Bool {
         waitUntil(timeout: timeout) { requestLines.count >= n }
+    }
+
+    /// Waits until at least `n` non-empty request bodies were received. False if `timeout` seconds pass first.
+    public func waitForBodies(_ n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { requestBodies.count >= n }
     }
 
     /// Waits until at least `n` handshakes have completed or failed. False if `timeout` seconds pass first.

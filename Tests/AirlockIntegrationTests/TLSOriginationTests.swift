@@ -307,6 +307,48 @@ final class TLSOriginationTests: XCTestCase {
         XCTAssertNil(access?["incomplete"], "\(access ?? [:])")
     }
 
+    // MARK: bodies and load (TLS writes are batched with the plain ones)
+
+    /// Request bodies of several MiB go out as many TLS records, encrypted into the
+    /// stream's write buffer and written in batches: they arrive whole, with
+    /// Content-Length and re-framed as chunked.
+    func testLargeRequestBodiesReachTheTLSOriginWhole() throws {
+        let o = try origin()
+        let a = try gateway(o, security: security())
+        let payload = patternBytes(count: 3 * 1024 * 1024 + 17)
+        let file = Fixture.tempFile("tls-upload.bin")
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data(payload)))
+        let want = try sha256Hex(payload)
+        for extra in [[], ["-H", "Transfer-Encoding: chunked"]] {
+            let r = try Curl.run(["http://127.0.0.1:\(a.port)/upload", "--data-binary", "@\(file)"] + extra, timeout: 60)
+            XCTAssertEqual(r.exitCode, 0, r.stderr + o.logText)
+            XCTAssertEqual(r.stdoutString, "hello over tls /upload")
+        }
+        XCTAssertTrue(o.waitForBodies(2, timeout: 5), o.logText)
+        XCTAssertEqual(o.requestBodies.map(\.bytes), [payload.count, payload.count])
+        XCTAssertEqual(o.requestBodies.map(\.sha256), [want, want])
+    }
+
+    /// Many clients at once over pooled TLS upstream connections: every response reaches
+    /// the client that asked for it.
+    func testConcurrentClientsOverTLSEachGetTheirOwnResponses() throws {
+        let o = try origin()
+        let a = try gateway(o, security: security())
+        let clients = try (0..<16).map { _ in try RawClient(port: a.port) }
+        defer { for c in clients { c.close() } }
+        for round in 0..<10 {
+            for (i, c) in clients.enumerated() {
+                try c.send("GET /c\(i)/r\(round) HTTP/1.1\r\nHost: app.example.test\r\n\r\n")
+            }
+            for (i, c) in clients.enumerated() {
+                let r = try c.readResponse(timeout: 10)
+                XCTAssertEqual(r.status, 200)
+                XCTAssertEqual(text(r), "hello over tls /c\(i)/r\(round)")
+            }
+        }
+        XCTAssertEqual(o.requestLines.count, 160)
+    }
+
     // MARK: sessions
 
     func testSessionIsResumedOnANewUpstreamConnection() throws {

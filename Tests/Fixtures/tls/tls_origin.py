@@ -29,6 +29,7 @@ Stops on SIGTERM or SIGINT, and by itself when its parent process goes away.
 """
 
 import argparse
+import hashlib
 import os
 import signal
 import socket
@@ -201,8 +202,10 @@ class Origin:
             if request is None:
                 sock.close()
                 return "client closed"
-            request_line, headers, _body = request
+            request_line, headers, request_body = request
             log(f"request conn={number} {request_line}")
+            if request_body:
+                log(f"body conn={number} bytes={len(request_body)} sha256={hashlib.sha256(request_body).hexdigest()}")
             parts = request_line.split(" ")
             method = parts[0]
             target = parts[1] if len(parts) > 1 else "/"
