@@ -249,7 +249,7 @@ extension ClientConnection {
         case .writeTimeout: why = "client stopped reading"
         default: why = "client connection failed"
         }
-        logError(GatewayError(.badRequest, status: 499, message: why, source: .client), ex)
+        logError(GatewayError(.clientAborted, status: 499, message: why, source: .client), ex)
         logAccess(ex, status: ex.responseHeadSent ? ex.responseStatus : 499, complete: false)
         exchange = nil
         close()

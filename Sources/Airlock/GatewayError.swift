@@ -19,6 +19,8 @@ struct GatewayError: Error, Sendable {
         case untrustedUpstream = "untrusted-upstream"
         case draining = "shutting-down"
         case rejectedResponse = "rejected-response"
+        /// Logged only (nobody is left to answer): the client closed, failed or stopped reading.
+        case clientAborted = "client-aborted"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }

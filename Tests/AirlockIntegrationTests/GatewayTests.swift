@@ -209,6 +209,9 @@ final class GatewayTests: XCTestCase {
         let rec = a.waitForLog(timeout: 5) { $0["event"] as? String == "request.access" }
         XCTAssertEqual(rec?["status"] as? Int, 499, "\(String(describing: rec))")
         XCTAssertEqual(rec?["incomplete"] as? Bool, true)
+        let err = a.waitForLog(timeout: 5) { $0["event"] as? String == "request.error" }
+        XCTAssertEqual(err?["error"] as? String, "client-aborted", "\(String(describing: err))")
+        XCTAssertEqual(err?["message"] as? String, "client closed the connection")
     }
 
     func testHeaderTimeoutIs408() throws {
