@@ -442,9 +442,10 @@ public final class Stream {
     }
 
     /// The loop's batched flush (`EventLoop.flushDirty`), step 1: queues this stream's
-    /// output on `ring` when it is a single plain chain. Returns false when the stream must
-    /// be flushed on its own instead (`flush`: TLS, or output in several chains). Runs no
-    /// callback, so nothing can touch the queued bytes before the ring is submitted.
+    /// bytes for the socket (a TLS stream's encrypted first) on `ring` when they are one
+    /// chain. Returns false when the stream must be flushed on its own instead (`flush`:
+    /// output in several chains, or an encryption failure to report). Runs no callback,
+    /// so nothing can touch the queued bytes before the ring is submitted.
     func queueFlush(on ring: SendRing) -> Bool {
         isDirty = false
         guard !writeArmed, fd >= 0 else { return true }

@@ -25,6 +25,11 @@ static inline long airlock_SSL_CTX_set_client_session_cache(SSL_CTX *ctx) {
 static inline long airlock_SSL_MODE_partial_moving(void) {
     return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
 }
+/* TLS 1.2 renegotiation refused (a server's HelloRequest gets a no_renegotiation alert):
+ * TLS 1.3 and HTTP/2 removed it, and a write never has to wait for handshake reads. */
+static inline void airlock_SSL_CTX_refuse_renegotiation(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+}
 static inline int airlock_SSL_set_app_data(SSL *s, void *arg) { return SSL_set_app_data(s, arg); }
 static inline void *airlock_SSL_get_app_data(const SSL *s) { return SSL_get_app_data(s); }
 static inline int airlock_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
