@@ -2,6 +2,7 @@
 #   make run     ARGS='--config x.yaml'   release build, then `airlock run ARGS`
 #   make test                             swift build + swift test (serial)
 #   make bench   [DURATION=.. REPS=.. PATHS=..]   loopback benchmark vs nginx/haproxy
+#   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire, each target in turn (not in `make test`)
 # `make setup` (a prerequisite of run/test/bench) installs the Debian packages the
 # build needs when they are missing (as root), or prints the command to run.
 
@@ -13,17 +14,20 @@ SWIFT   ?= swift
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 ARGS    ?=
 FILE    ?=
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := request response chunked
 APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config curl openssl python3 python3-cryptography
 RELEASE_BIN := .build/release/airlock
 DEBUG_BIN   := .build/debug/airlock
 
-.PHONY: help setup check-swift build release run test bench bench-setup check-config require-file clean
+.PHONY: help setup check-swift build release run test fuzz bench bench-setup check-config require-file clean
 
 help:
 	@echo "make setup                      install missing apt packages: $(APT_PKGS)"
 	@echo "make build | release            swift build (debug) | swift build -c release"
 	@echo "make run [ARGS='--config F']    release build, then $(RELEASE_BIN) run ARGS"
 	@echo "make test                       swift build, then swift test (serial)"
+	@echo "make fuzz [FUZZ_SECONDS=60]     libFuzzer targets $(FUZZ_TARGETS), one at a time (fuzz/run.sh)"
 	@echo "make bench [DURATION= REPS= PATHS=]   benchmark (needs root; SHARED=$(SHARED))"
 	@echo "make check-config FILE=F        validate a config file"
 	@echo "make clean                      remove .build"
@@ -71,6 +75,16 @@ run: setup release
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel --disable-swift-testing
+
+# One fuzzer process at a time, each bounded by FUZZ_SECONDS; every target runs even after a
+# finding, and the make fails at the end if any had one (fuzz/run.sh prints the saved input).
+fuzz: check-swift
+	@failed=(); \
+	for t in $(FUZZ_TARGETS); do \
+	  bash fuzz/run.sh "$$t" "$(FUZZ_SECONDS)" || failed+=("$$t"); \
+	done; \
+	if [ $${#failed[@]} -gt 0 ]; then echo "make fuzz: findings in: $${failed[*]}" >&2; exit 1; fi; \
+	echo "make fuzz: no findings ($(FUZZ_TARGETS), $(FUZZ_SECONDS)s each)"
 
 bench-setup: setup
 	@[ -f "$(SHARED)/bench/setup.sh" ] || { \

@@ -93,7 +93,10 @@ public struct BodyDecoder: Sendable {
 
         case .trailer:
             guard let lineEnd = try findLine(input, code: .badTrailer) else {
-                if trailerBytes + input.count > maxTrailerBytes {
+                // A partial line that can no longer fit is refused now. A lone CR is not: it may
+                // begin the empty line that ends the section, which is never counted.
+                let loneCR = input.count == 1 && input[0] == ByteClass.cr
+                if !loneCR && trailerBytes + input.count > maxTrailerBytes {
                     throw WireError(.badTrailer, "trailer section longer than \(maxTrailerBytes) bytes")
                 }
                 return .needMore

@@ -154,6 +154,21 @@ final class BodyDecoderTests: XCTestCase {
         assertWireError(try decodeBody(.chunked, endless, arrivals: [], maxTrailerBytes: 100), .badTrailer)
     }
 
+    /// Found by fuzz/chunked: a trailer section exactly at the limit was refused when the CR of
+    /// the final empty line arrived on its own (the lone CR counted against the limit, though
+    /// the empty line never counts), and accepted when CR and LF arrived together.
+    func testTrailerSectionAtTheLimitIsAcceptedInEverySplit() throws {
+        // Trailer field lines of 19 + 8 + 18 + 19 = 64 bytes, CRLFs included.
+        let wire = Array("0\r\nX-T0: 01234561229\r\nX-:3:9\r\nX-T1: 0123456789\r\nX-^T4: 0123456789\r\n\r\n".utf8)
+        let splits: [[Int]] = [[], Array(repeating: 1, count: wire.count), [wire.count - 1, 1]]
+        for arrivals in splits {
+            let result = try decodeBody(.chunked, wire, arrivals: arrivals, maxTrailerBytes: 64)
+            XCTAssertTrue(result.complete, "arrivals \(arrivals)")
+            XCTAssertEqual(result.consumed, wire.count)
+            assertWireError(try decodeBody(.chunked, wire, arrivals: arrivals, maxTrailerBytes: 63), .badTrailer)
+        }
+    }
+
     func testEventsForASimpleChunkedBody() throws {
         var decoder = BodyDecoder(framing: .chunked)
         var events: [BodyDecoder.Event] = []

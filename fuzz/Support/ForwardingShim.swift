@@ -1,0 +1,49 @@
+// Stand-ins for the two gateway types that Sources/Airlock/ForwardingHeads.swift uses, so that
+// run.sh can compile that file unchanged (its `import` lines stripped) into the fuzz module:
+// the harnesses then re-encode heads with exactly the code the proxy forwards with.
+
+/// Sources/AirlockSession/UpstreamKey.swift, the fields ForwardingHeads reads.
+struct UpstreamKey: Hashable, Sendable {
+    var scheme: String
+    var host: String
+    var port: UInt16
+}
+
+/// Sources/Airlock/Exchange.swift.
+enum OutFraming: Equatable {
+    case none
+    case length
+    case chunked
+    case close
+}
+
+/// Exchange.init's choice of how a request body goes upstream.
+func requestOutFraming(_ framing: BodyFraming) -> OutFraming {
+    switch framing {
+    case .chunked: .chunked
+    case .length: .length
+    case .none, .closeDelimited: .none
+    }
+}
+
+/// Fields a proxy must drop (ForwardingHeads via HopByHop, RFC 9110 7.6.1), modelled from the
+/// RFC: the fixed hop-by-hop names, and, when a Connection / Proxy-Connection field lists any
+/// option other than close / keep-alive, every name listed there.
+struct HopByHopModel {
+    private var listed: Set<[UInt8]> = []
+
+    init(_ fields: [Field]) {
+        let options = fields.filter { $0.named("connection") || $0.named("proxy-connection") }
+            .flatMap { Ref.elements($0.value) }.filter { !$0.isEmpty }.map { Ref.lower($0) }
+        if options.contains(where: { $0 != Ref.bytes("close") && $0 != Ref.bytes("keep-alive") }) {
+            listed = Set(options)
+        }
+    }
+
+    static let fixed = ["connection", "proxy-connection", "keep-alive", "te", "trailer", "upgrade",
+                        "proxy-authorization", "transfer-encoding", "content-length"].map(Ref.bytes)
+
+    func drops(_ f: Field) -> Bool {
+        HopByHopModel.fixed.contains(f.lowerName) || listed.contains(f.lowerName)
+    }
+}
