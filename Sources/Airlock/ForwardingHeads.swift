@@ -53,19 +53,29 @@ enum ForwardingHeads {
 
     /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration).
     static func connectionTokens(_ h: HTTPHeaders) -> [String] {
-        var listsNames = false
+        var namesClose = false
         for i in 0..<h.count {
             let k = h.known(at: i)
             guard k == .connection || k == .proxyConnection else { continue }
-            // "keep-alive" and "close" name nothing that is not already hop-by-hop.
-            if !h.withValueBytes(at: i, onlyKeepAliveOrClose) { listsNames = true; break }
+            switch h.withValueBytes(at: i, connectionOptions) {
+            case .keepAliveOnly: continue
+            case .closeOrKeepAlive: namesClose = true
+            case .otherNames: return h.tokens(.connection) + h.tokens(.proxyConnection)
+            }
         }
-        guard listsNames else { return [] }
-        return h.tokens(.connection) + h.tokens(.proxyConnection)
+        // The common values, without building the token list: "keep-alive" names a field
+        // that is hop-by-hop anyway; "close" names one only when a field is called Close.
+        return namesClose ? closeOption : []
     }
 
-    /// True when a Connection value is a list of only `keep-alive` / `close` tokens.
-    private static func onlyKeepAliveOrClose(_ v: UnsafeRawBufferPointer) -> Bool {
+    private static let closeOption = ["close"]
+
+    private enum ConnectionOptions { case keepAliveOnly, closeOrKeepAlive, otherNames }
+
+    /// What a Connection value lists: only `keep-alive`, `close` (and maybe `keep-alive`),
+    /// or other names.
+    private static func connectionOptions(_ v: UnsafeRawBufferPointer) -> ConnectionOptions {
+        var close = false
         var i = 0
         while i < v.count {
             while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
@@ -73,9 +83,13 @@ enum ForwardingHeads {
             while i < v.count && v[i] != 0x2C && v[i] != 0x20 && v[i] != 0x09 { i += 1 }
             let token = UnsafeRawBufferPointer(rebasing: v[start..<i])
             if token.isEmpty { continue }
-            if !equalsLower(token, "keep-alive") && !equalsLower(token, "close") { return false }
+            if equalsLower(token, "close") {
+                close = true
+            } else if !equalsLower(token, "keep-alive") {
+                return .otherNames
+            }
         }
-        return true
+        return close ? .closeOrKeepAlive : .keepAliveOnly
     }
 
     private static func equalsLower(_ b: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {

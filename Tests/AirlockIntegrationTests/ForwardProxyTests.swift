@@ -89,6 +89,23 @@ class ForwardProxyTests: XCTestCase {
         XCTAssertEqual(access?["upstream"] as? String, "127.0.0.1:\(origin.port)")
     }
 
+    /// Fields named by Connection are hop-by-hop (RFC 9110 7.6.1), `close` included: a
+    /// field called Close does not reach the origin, nor one named in a longer list.
+    func testFieldsNamedByConnectionNeverReachTheOrigin() throws {
+        let c = try RawClient(port: airlock.port)
+        defer { c.close() }
+        let r1 = try c.exchange("GET \(base)/a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nX-Kept: 1\r\n\r\n")
+        XCTAssertEqual(r1.status, 200)
+        let r2 = try c.exchange("GET \(base)/b HTTP/1.1\r\nHost: x\r\nClose: 1\r\nConnection: close\r\nX-Kept: 2\r\n\r\n")
+        XCTAssertEqual(r2.status, 200)
+        XCTAssertTrue(origin.waitForRequests(2, timeout: 5))
+        let seen = origin.requests
+        XCTAssertNil(seen[0].header("X-Hop"), seen[0].rawHead)
+        XCTAssertEqual(seen[0].header("X-Kept"), "1")
+        XCTAssertNil(seen[1].header("Close"), seen[1].rawHead)
+        XCTAssertEqual(seen[1].header("X-Kept"), "2")
+    }
+
     func testPostWithContentLength() throws {
         let r = try Curl.run(["-x", proxy, "\(base)/echo", "--data-binary", "name=airlock&x=1"])
         XCTAssertEqual(r.exitCode, 0, r.stderr)
