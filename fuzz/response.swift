@@ -221,7 +221,8 @@ enum ResponseHarness {
         let keepAlive = setup.clientKeepAlive && out != .close
         var w = HeadWriter()
         ForwardingHeads.response(head, framing: framing, out: out, requestMethod: setup.method, keepAlive: keepAlive,
-                                 clientVersion: setup.clientVersion, into: &w)
+                                 clientVersion: setup.clientVersion, viaToken: "airlock", viaToken11: "1.1 airlock",
+                                 into: &w)
         let bytes = w.bytes
         let result = reparse(bytes, kind: .response, limits: looseLimits) { b throws(WireError) in
             try ResponseParser.parse(b)
@@ -249,6 +250,8 @@ enum ResponseHarness {
             if f.named("content-length") && setup.method == .head && s >= 200 && s != 204 { return true }
             return !hop.drops(f)
         }
+        // Our Via line, naming the protocol the upstream answered with.
+        expected.append(Field(name: Ref.bytes("Via"), value: Ref.bytes(head.version == .http10 ? "1.0 airlock" : "1.1 airlock")))
         switch (out, framing) {
         case (.length, .length(let n)): expected.append(Field(name: Ref.bytes("Content-Length"), value: Ref.bytes(String(n))))
         case (.chunked, _): expected.append(Field(name: Ref.bytes("Transfer-Encoding"), value: Ref.bytes("chunked")))

@@ -133,6 +133,7 @@ extension ClientConnection {
         worker.headWriter.reset()
         ForwardingHeads.response(head, framing: framing, out: ex.responseOut, requestMethod: ex.request.method,
                                  keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
+                                 viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
         ex.responseHeadSent = true

@@ -218,6 +218,7 @@ extension ClientConnection {
         ForwardingHeads.response(head, framing: framing ?? head.framing(requestMethod: ex.request.method),
                                  out: ex.responseOut, requestMethod: ex.request.method,
                                  keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
+                                 viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
         ex.responseHeadSent = true

@@ -27,21 +27,17 @@ enum ForwardingHeads {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field("Host", value: host)
         let tokens = connectionTokens(req.headers)
-        var via: String?
         for i in 0..<req.headers.count {
             switch req.headers.known(at: i) {
             case .host, .expect: continue
-            case .via:
-                let v = req.headers.value(at: i)
-                via = via.map { "\($0), \(v)" } ?? v
-                continue
             default: break
             }
             if HopByHop.isHopByHop(req.headers, at: i, connectionTokens: tokens) { continue }
             w.field(from: req.headers, at: i)
         }
-        let ours = req.version == .http10 ? "1.0 \(viaToken)" : viaToken11
-        w.field("Via", value: via.map { "\($0), \(ours)" } ?? ours)
+        // Our hop, as one more Via line after the received ones (which went out above, byte
+        // for byte): a list field's lines combine in order (RFC 9110 5.3, 7.6.3).
+        w.field("Via", value: req.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
         switch (framing, req.framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
@@ -115,10 +111,11 @@ enum ForwardingHeads {
         }
     }
 
-    /// The response head sent to the client.
+    /// The response head sent to the client (with our Via line: RFC 9110 7.6.3 asks it of
+    /// every message a proxy forwards, responses too).
     static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
                          requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
-                         into w: inout HeadWriter) {
+                         viaToken: String, viaToken11: String, into w: inout HeadWriter) {
         w.statusLine(status: resp.status, reason: resp.reason)
         let tokens = connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
@@ -131,6 +128,7 @@ enum ForwardingHeads {
             if HopByHop.isHopByHop(resp.headers, at: i, connectionTokens: tokens) { continue }
             w.field(from: resp.headers, at: i)
         }
+        w.field("Via", value: resp.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
         switch (out, framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")

@@ -181,6 +181,7 @@ class ForwardProxyTests: XCTestCase {
         let r2 = try c.readResponse()
         let r3 = try c.readResponse()
         XCTAssertEqual(String(decoding: r1.body, as: UTF8.self), "hello from origin")
+        XCTAssertTrue(r1.header("Via")?.hasPrefix("1.1 airlock-") ?? false, "responses carry our Via too")
         XCTAssertEqual(String(decoding: r2.body, as: UTF8.self), "abc")
         XCTAssertEqual(String(decoding: r3.body, as: UTF8.self), "hello from origin")
         XCTAssertEqual(origin.requests.map(\.target), ["/one", "/echo", "/three"])

@@ -1,0 +1,70 @@
+import AirlockWire
+import XCTest
+@testable import Airlock
+
+/// The heads Airlock writes from the parsed model: Via in both directions, received Via
+/// lines forwarded byte for byte.
+final class ForwardingHeadsTests: XCTestCase {
+    private func requestHead(_ bytes: [UInt8]) throws -> RequestHead {
+        try bytes.withUnsafeBytes { try RequestParser.parse($0, limits: WireLimits()) }
+    }
+
+    private func responseHead(_ bytes: [UInt8]) throws -> ResponseHead {
+        try bytes.withUnsafeBytes { try ResponseParser.parse($0) }
+    }
+
+    private func lines(_ bytes: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var line: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == 0x0D, i + 1 < bytes.count, bytes[i + 1] == 0x0A {
+                out.append(line)
+                line = []
+                i += 2
+            } else {
+                line.append(bytes[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    /// Received Via lines go out as they came, obs-text bytes included (not re-decoded as
+    /// UTF-8), in order, and ours follows them as its own line.
+    func testRequestKeepsReceivedViaBytesAndAddsOurs() throws {
+        let obsText: [UInt8] = Array("1.0 fred (caf".utf8) + [0xE9] + Array(")".utf8)
+        let head = try requestHead(Array("GET /x HTTP/1.1\r\nHost: a.test\r\nVia: ".utf8) + obsText
+                                   + Array("\r\nX-A: 1\r\nVia: 1.1 p.example\r\n\r\n".utf8))
+        var w = HeadWriter()
+        ForwardingHeads.request(head, host: "up.test", framing: .none, viaToken: "airlock-t",
+                                viaToken11: "1.1 airlock-t", into: &w)
+        let out = lines(w.bytes)
+        let vias = out.filter { $0.starts(with: Array("Via: ".utf8)) }
+        XCTAssertEqual(vias, [Array("Via: ".utf8) + obsText, Array("Via: 1.1 p.example".utf8),
+                              Array("Via: 1.1 airlock-t".utf8)])
+        XCTAssertTrue(out.contains(Array("X-A: 1".utf8)))
+    }
+
+    func testHTTP10RequestGetsA10ViaToken() throws {
+        let head = try requestHead(Array("GET /x HTTP/1.0\r\n\r\n".utf8))
+        var w = HeadWriter()
+        ForwardingHeads.request(head, host: "up.test", framing: .none, viaToken: "airlock-t",
+                                viaToken11: "1.1 airlock-t", into: &w)
+        XCTAssertTrue(lines(w.bytes).contains(Array("Via: 1.0 airlock-t".utf8)))
+    }
+
+    /// Responses carry our Via too (RFC 9110 7.6.3: every forwarded message), naming the
+    /// protocol the upstream answered with, after the upstream's own Via lines.
+    func testResponseGetsOurViaAfterTheUpstreams() throws {
+        for (version, token) in [("HTTP/1.1", "1.1 airlock-t"), ("HTTP/1.0", "1.0 airlock-t")] {
+            let head = try responseHead(Array("\(version) 200 OK\r\nVia: 1.1 cdn\r\nContent-Length: 2\r\n\r\n".utf8))
+            var w = HeadWriter()
+            ForwardingHeads.response(head, framing: .length(2), out: .length, requestMethod: .get,
+                                     keepAlive: true, clientVersion: .http11,
+                                     viaToken: "airlock-t", viaToken11: "1.1 airlock-t", into: &w)
+            let vias = lines(w.bytes).filter { $0.starts(with: Array("Via: ".utf8)) }
+            XCTAssertEqual(vias, [Array("Via: 1.1 cdn".utf8), Array("Via: \(token)".utf8)], version)
+        }
+    }
+}
