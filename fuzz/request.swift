@@ -34,12 +34,7 @@ public func fuzzRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 enum RequestHarness {
-    enum Step: Equatable {
-        case head(HeadRead)
-        case parsed(Facts)
-        case parseError(WireError.Code)
-        case body(BodyRead)
-    }
+    typealias Step = ConnectionStep<Facts>
 
     struct Facts: Equatable {
         var method: Method
@@ -71,9 +66,8 @@ enum RequestHarness {
             steps.append(.head(read))
             guard case .head(let length) = read else { return steps }
 
-            let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
+            let raw = copyHead(feed, length: length)
             defer { raw.deallocate() }
-            raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: feed.bytes[feed.pos..<(feed.pos + length)]))
             let headBytes = Array(raw)
             let parsed: Result<RequestHead, WireError>
             do throws(WireError) {

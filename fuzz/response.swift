@@ -47,12 +47,7 @@ enum ResponseHarness {
         }
     }
 
-    enum Step: Equatable {
-        case head(HeadRead)
-        case parsed(Facts)
-        case parseError(WireError.Code)
-        case body(BodyRead)
-    }
+    typealias Step = ConnectionStep<Facts>
 
     struct Facts: Equatable {
         var version: HTTPVersion
@@ -79,9 +74,8 @@ enum ResponseHarness {
             steps.append(.head(read))
             guard case .head(let length) = read else { return steps }
 
-            let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
+            let raw = copyHead(feed, length: length)
             defer { raw.deallocate() }
-            raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: feed.bytes[feed.pos..<(feed.pos + length)]))
             let headBytes = Array(raw)
             let parsed: Result<ResponseHead, WireError>
             do throws(WireError) {

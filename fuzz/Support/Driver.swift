@@ -41,6 +41,23 @@ struct Control {
     var option: Int { Int((byte >> 2) & 7) }
 }
 
+/// One step of reading a connection, for requests and responses alike (`Facts`: what a
+/// parsed head means to the harness).
+enum ConnectionStep<Facts: Equatable>: Equatable {
+    case head(HeadRead)
+    case parsed(Facts)
+    case parseError(WireError.Code)
+    case body(BodyRead)
+}
+
+/// The head of `length` bytes at `feed`'s position, copied into an allocation of exactly
+/// that size (AddressSanitizer then catches any read past it); the caller deallocates.
+func copyHead(_ feed: Feed, length: Int) -> UnsafeMutableRawBufferPointer {
+    let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
+    raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: feed.bytes[feed.pos..<(feed.pos + length)]))
+    return raw
+}
+
 /// SplitMix64, as in the unit tests: the split of one input is always the same.
 struct SplitMix64 {
     var state: UInt64
