@@ -20,9 +20,10 @@ public struct HeadScanner: Sendable {
     private var lineStart = 0
 
     /// The most bytes `scan` needs to be shown: one past the head-size limit, so that a head
-    /// too long is told apart from one still arriving (and, for a request, room for the
-    /// leading CRLF it may have). A caller that shows fewer would wait forever on a peer that
-    /// never ends its head.
+    /// too long is told apart from one still arriving. (A request's one allowed leading CRLF
+    /// counts toward the limit, so a request's window has a byte to spare: a head too long
+    /// is refused at most that byte later.) A caller that shows fewer would wait forever on
+    /// a peer that never ends its head.
     public var window: Int { limits.headerBytes + (kind == .request ? 2 : 1) }
 
     public init(kind: HeadKind, limits: WireLimits) {

@@ -43,25 +43,24 @@ struct RunCommand: ParsableCommand {
 
         AirlockLogging.bootstrap(level: logLevel.level)
         let logger = Logger(label: "airlock")
-        logger.info("config loaded", metadata: [
+        logger.info("airlock.config", metadata: [
             "source": .string(config ?? "embedded default"),
             "listen": .string(effective.listen.description),
             "workers": .stringConvertible(effective.workers),
             "routes": .stringConvertible(effective.routes.count),
         ])
         if effective.allowOpenProxy && !effective.listen.isLoopback {
-            logger.warning("open proxy allowed", metadata: ["listen": .string(effective.listen.description)])
+            logger.warning("airlock.open-proxy", metadata: ["listen": .string(effective.listen.description)])
         }
 
         do {
             let gateway = try Gateway(config: effective, logger: logger)
             try gateway.run()
         } catch {
-            logger.critical("gateway failed", metadata: ["error": .string(String(describing: error))])
+            logger.critical("airlock.failed", metadata: ["error": .string(String(describing: error))])
             printError("airlock: \(error)")
             throw ExitCode.failure
         }
-        logger.info("stopped")
     }
 
     /// The file or the embedded default, with command-line overrides applied

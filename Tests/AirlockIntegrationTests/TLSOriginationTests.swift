@@ -490,8 +490,8 @@ final class TLSOriginationTests: XCTestCase {
             let status = a.waitForExit(timeout: 5)
             let tail = a.logLines.suffix(4).joined(separator: "\n")
             XCTAssertEqual(status, 0, "round \(round): no exit within 5 s of SIGTERM (nil) or a bad status\n\(tail)")
-            XCTAssertEqual(a.waitForLog(timeout: 1) { $0["event"] as? String == "stopped" }?["event"] as? String, "stopped",
-                           "round \(round): never logged \"stopped\" after airlock.stopped\n\(tail)")
+            XCTAssertNotNil(a.waitForLog(timeout: 1) { $0["event"] as? String == "airlock.stopped" },
+                            "round \(round): never logged airlock.stopped\n\(tail)")
             a.stop()
             if status != 0 { break }
         }
