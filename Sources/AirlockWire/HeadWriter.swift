@@ -122,13 +122,17 @@ public struct HeadWriter: ~Copyable {
     private static func writeField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
                                    to out: UnsafeMutablePointer<UInt8>) -> Int {
         var k = writeToken(name, to: out)
-        out[k] = ByteClass.colon
-        out[k + 1] = ByteClass.sp
-        k += 2
+        k += writePair(ByteClass.colon, ByteClass.sp, to: out + k)
         k += writeValue(value, to: out + k)
-        out[k] = ByteClass.cr
-        out[k + 1] = ByteClass.lf
-        return k + 2
+        return k + writePair(ByteClass.cr, ByteClass.lf, to: out + k)
+    }
+
+    /// Writes `a` and `b` at `out` (": " or CRLF); returns 2.
+    @inline(__always)
+    private static func writePair(_ a: UInt8, _ b: UInt8, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        out[0] = a
+        out[1] = b
+        return 2
     }
 
     /// Names Airlock writes and parsed names are valid tokens: checked, then copied in bulk.
@@ -218,17 +222,11 @@ public struct HeadWriter: ~Copyable {
 
     @inline(__always)
     private mutating func appendColonSpace() {
-        let out = reserve(2)
-        out[0] = ByteClass.colon
-        out[1] = ByteClass.sp
-        count += 2
+        count += Self.writePair(ByteClass.colon, ByteClass.sp, to: reserve(2))
     }
 
     @inline(__always)
     private mutating func appendCRLF() {
-        let out = reserve(2)
-        out[0] = ByteClass.cr
-        out[1] = ByteClass.lf
-        count += 2
+        count += Self.writePair(ByteClass.cr, ByteClass.lf, to: reserve(2))
     }
 }
