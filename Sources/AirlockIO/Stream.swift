@@ -432,13 +432,18 @@ public final class Stream {
     /// the write event. Called by the loop at the end of each iteration.
     func flush() {
         isDirty = false
-        guard !writeArmed, fd >= 0 else { return }
-        switch state {
-        case .open, .eof, .flushing: break
-        case .connecting, .handshaking, .lingering, .closed: return
-        }
-        if outputLength == 0 { return }
+        guard !writeArmed, outputMayGo, outputLength > 0 else { return }
         writeOut()
+    }
+
+    /// Whether output may be written now: the socket is open and connected (TLS: past the
+    /// handshake), and the stream is not lingering or closed.
+    private var outputMayGo: Bool {
+        guard fd >= 0 else { return false }
+        switch state {
+        case .open, .eof, .flushing: return true
+        case .connecting, .handshaking, .lingering, .closed: return false
+        }
     }
 
     /// The loop's batched flush (`EventLoop.flushDirty`), step 1: queues this stream's
@@ -448,11 +453,7 @@ public final class Stream {
     /// so nothing can touch the queued bytes before the ring is submitted.
     func queueFlush(on ring: SendRing) -> Bool {
         isDirty = false
-        guard !writeArmed, fd >= 0 else { return true }
-        switch state {
-        case .open, .eof, .flushing: break
-        case .connecting, .handshaking, .lingering, .closed: return true
-        }
+        guard !writeArmed, outputMayGo else { return true }
         // TLS: encrypt first (into `tlsWire`; OpenSSL calls nothing of ours but WireBIO).
         // A failure is kept for `flush`, which reports it.
         if let s = ssl, let why = encryptOutput(s) {
@@ -476,11 +477,7 @@ public final class Stream {
 
     /// Step 3: the write's consequences, as after a plain `send` (`writeOut`).
     func queuedFlushDone(_ result: Int) {
-        guard fd >= 0 else { return }
-        switch state {
-        case .open, .eof, .flushing: break
-        case .connecting, .handshaking, .lingering, .closed: return
-        }
+        guard outputMayGo else { return }
         if result == SendRing.notSent {
             if !writeArmed && outputLength > 0 { writeOut() }
             return
