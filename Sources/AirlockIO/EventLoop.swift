@@ -23,7 +23,7 @@ public final class EventLoop: @unchecked Sendable {
     private var dirty: [Stream] = []
     private var flushing: [Stream] = []
     private var flushAlone: [Stream] = []
-    /// Where a loop iteration's plain writes go out in one system call (nil: one `send`
+    /// Where a loop iteration's writes go out in one system call (nil: one `send`
     /// each); `sendBatching` says which and why.
     private let sendRing: SendRing?
     public let sendBatching: String
@@ -53,9 +53,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Called when each loop iteration ends: writes what was queued, straight to the
-    /// sockets, without a round trip through epoll: all plain single-chain outputs in one
-    /// io_uring submission (`SendRing`) when the loop has a ring, the rest (TLS, bulk
-    /// output in several chains) one stream at a time.
+    /// sockets, without a round trip through epoll: every output that is one chain (a TLS
+    /// stream's once encrypted) in one io_uring submission (`SendRing`) when the loop has a
+    /// ring, the rest (bulk output in several chains) one stream at a time.
     ///
     /// Requests go out before responses (as HAProxy orders its sends): the upstream can start
     /// on the whole batch while the responses are written, and, sharing a CPU with us, it

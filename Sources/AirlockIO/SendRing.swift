@@ -1,7 +1,7 @@
 import CLiburing
 import Glibc
 
-/// A loop iteration's plain socket writes, sent with one `io_uring_enter` instead of one
+/// A loop iteration's socket writes (TLS ones as ciphertext), sent with one `io_uring_enter` instead of one
 /// `send` each.
 ///
 /// Why: a loop that relays for many connections ends each iteration with a burst of small

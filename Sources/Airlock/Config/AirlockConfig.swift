@@ -23,7 +23,7 @@ public struct AirlockConfig: Sendable, Equatable {
     public var ioUring: IOUringMode
 
     public enum IOUringMode: String, Sendable, Equatable, CaseIterable {
-        /// Each loop iteration's plain writes go out in one io_uring submission where the
+        /// Each loop iteration's writes go out in one io_uring submission where the
         /// kernel allows it; one `send` per stream where it does not.
         case auto
         /// Always one `send` per stream.
