@@ -72,16 +72,9 @@ extension ClientConnection: UpstreamOwner {
 
     func connectUpstream(_ ex: Exchange) {
         ex.attempts += 1
-        if let u = attachedUpstream {
-            attachedUpstream = nil
-            if u.state == .idle && u.key == ex.key {
-                attach(u, to: ex)
-                sendRequestHead(ex)
-                return
-            }
-            if u.state == .idle { worker.park(u) }
-        }
-        if let pooled = worker.pool.checkout(ex.key) {
+        // The connection that served this client last, if it is still idle in the pool (a
+        // preference only: another client may have taken it), else the pool's most recent.
+        if let pooled = worker.checkoutUpstream(ex.key, preferring: lastUpstream) {
             attach(pooled, to: ex)
             sendRequestHead(ex)
             return

@@ -25,6 +25,9 @@ extension ClientConnection {
             ex.requestBodyDone = true
         } else if u.stream.outputLength >= Self.writeHighWatermark {
             stream.setReading(false)   // resumed in upstreamWritable
+        } else if peerHalfClosed {
+            // Everything the client sent before its close has been decoded: the body is cut off.
+            clientAborted(.eof)
         }
     }
 
@@ -221,13 +224,11 @@ extension ClientConnection {
             ex.upstream = nil
             let reusable = upstreamReusable && (ex.response?.keepAlive ?? false) && ex.requestBodyDone
                 && u.stream.inputLength == 0 && u.stream.outputLength == 0
-            if !reusable {
-                u.close()
-            } else if ex.clientKeepAlive && !drainRequested {
-                u.becomeIdleAttached()
-                attachedUpstream = u
-            } else {
+            if reusable {
                 worker.park(u)
+                lastUpstream = u
+            } else {
+                u.close()
             }
         }
         logAccess(ex, status: ex.responseStatus, complete: true)

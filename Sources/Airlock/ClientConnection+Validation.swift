@@ -230,13 +230,11 @@ extension ClientConnection {
         ex.upstream = nil
         let ok = reusable && (ex.response?.keepAlive ?? false) && ex.requestBodyDone
             && u.stream.inputLength == 0 && u.stream.outputLength == 0
-        if !ok {
-            u.close()
-        } else if ex.request.keepAlive && !drainRequested {
-            u.becomeIdleAttached()
-            attachedUpstream = u
-        } else {
+        if ok {
             worker.park(u)
+            lastUpstream = u
+        } else {
+            u.close()
         }
     }
 

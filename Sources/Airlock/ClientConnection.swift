@@ -22,8 +22,10 @@ final class ClientConnection: StreamDelegate {
     var readingHeads = false
     /// Reading heads is paused until the client reads the responses queued for it.
     var pausedForOutput = false
-    /// The upstream connection that served this client's last exchange, kept for its next one.
-    var attachedUpstream: UpstreamConnection?
+    /// The upstream connection that served this client's last exchange. A preference for the
+    /// next one, never ownership: the connection is back in the worker's pool, where any client
+    /// may take it (nginx's and HAProxy's pools do the same), so idle clients hold no upstreams.
+    weak var lastUpstream: UpstreamConnection?
 
     enum State {
         case awaitingHead   // → .forwarding or .closed
@@ -115,10 +117,14 @@ final class ClientConnection: StreamDelegate {
             close()
         case .forwarding:
             if event == .readTimeout { return }   // the upstream's timeouts govern an exchange
-            if event == .eof, let ex = exchange, ex.requestBodyDone {
-                // Half-close after a complete request: this response and those of requests
-                // already pipelined behind it are still delivered, then the connection closes.
+            if event == .eof, let ex = exchange {
+                // Half-close: this response and those of requests already pipelined behind it
+                // are still delivered, then the connection closes. Body bytes that arrived with
+                // the close are still buffered (the upstream may still be connecting): they are
+                // relayed first, and only a body still incomplete after that is an abort
+                // (pumpRequestBody decides, now or once the upstream is ready).
                 peerHalfClosed = true
+                if !ex.requestBodyDone { pumpRequestBody() }
                 return
             }
             clientAborted(event)
@@ -218,23 +224,13 @@ final class ClientConnection: StreamDelegate {
     }
 
     func abort() {
-        attachedUpstream?.close()
-        attachedUpstream = nil
         if let u = exchange?.upstream { u.close() }
         exchange = nil
         close()
     }
 
-    /// Hands the kept upstream connection back to the worker's pool.
-    func releaseAttachedUpstream() {
-        guard let u = attachedUpstream else { return }
-        attachedUpstream = nil
-        if u.state == .idle { worker.park(u) }
-    }
-
     func close() {
         guard state != .closed else { return }
-        releaseAttachedUpstream()
         state = .closed
         timer.cancel()
         stream.close()
@@ -244,7 +240,6 @@ final class ClientConnection: StreamDelegate {
     /// Flush what is queued (an error or a final response), then close.
     func closeAfterFlush() {
         guard state != .closed else { return }
-        releaseAttachedUpstream()
         state = .closed
         timer.cancel()
         let w = worker

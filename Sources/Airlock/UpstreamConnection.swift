@@ -80,13 +80,6 @@ final class UpstreamConnection: StreamDelegate {
         stream.setReading(true)
     }
 
-    /// Idle but kept by the client connection it just served, for that client's next
-    /// request (as HAProxy's `http-reuse safe`); its timeouts stay as they are.
-    func becomeIdleAttached() {
-        owner = nil
-        state = .idle
-    }
-
     func becomeIdle(timeout: Duration) {
         owner = nil
         state = .idle

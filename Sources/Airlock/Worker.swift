@@ -110,6 +110,13 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         if let evicted = pool.checkin(u, key: u.key) { evicted.close() }
     }
 
+    /// An idle pooled connection for `key`: `preferred` when it is still parked there,
+    /// otherwise the most recently parked one.
+    func checkoutUpstream(_ key: UpstreamKey, preferring preferred: UpstreamConnection?) -> UpstreamConnection? {
+        if let p = preferred, p.state == .idle, p.key == key, pool.take(p, key: key) { return p }
+        return pool.checkout(key)
+    }
+
     func idleUpstreamClosed(_ u: UpstreamConnection) {
         pool.remove(u, key: u.key)
         u.close()

@@ -40,10 +40,19 @@ public final class ConnectionPool<Connection: AnyObject> {
         return idle[key]!.removeFirst()
     }
 
+    /// Takes `connection` out of the pool for reuse, if it is parked under `key` (counted
+    /// as a reuse). The most recently parked are searched first.
+    public func take(_ connection: Connection, key: UpstreamKey) -> Bool {
+        guard let i = idle[key]?.lastIndex(where: { $0 === connection }) else { return false }
+        idle[key]!.remove(at: i)
+        stats.reused += 1
+        return true
+    }
+
     /// Forgets an idle connection (it closed, timed out or misbehaved). Returns whether it was parked.
     @discardableResult
     public func remove(_ connection: Connection, key: UpstreamKey) -> Bool {
-        guard let i = idle[key]?.firstIndex(where: { $0 === connection }) else { return false }
+        guard let i = idle[key]?.lastIndex(where: { $0 === connection }) else { return false }
         idle[key]!.remove(at: i)
         return true
     }

@@ -12,6 +12,7 @@ final class OriginServer: @unchecked Sendable {
     private let condition = NSCondition()
     private var state = State.created
     private var accepted = 0
+    private var open = 0
     private var recorded: [TestRequest] = []
     private var errors: [String] = []
     private var liveThreads = 0
@@ -41,6 +42,7 @@ final class OriginServer: @unchecked Sendable {
     // MARK: Observations
 
     var acceptedConnections: Int { condition.withLock { accepted } }
+    var openConnections: Int { condition.withLock { open } }
     var requests: [TestRequest] { condition.withLock { recorded } }
     var protocolErrors: [String] { condition.withLock { errors } }
 
@@ -50,6 +52,10 @@ final class OriginServer: @unchecked Sendable {
 
     func waitForConnections(_ n: Int, timeout: Double) -> Bool {
         waitUntil(timeout: timeout) { accepted >= n }
+    }
+
+    func waitForOpenConnections(atMost n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { open <= n }
     }
 
     private func waitUntil(timeout: Double, _ done: () -> Bool) -> Bool {
@@ -131,13 +137,26 @@ final class OriginServer: @unchecked Sendable {
                 return
             }
             let index: Int = condition.withLock {
-                defer { accepted += 1; condition.broadcast() }
+                defer { accepted += 1; open += 1; condition.broadcast() }
                 return accepted
             }
-            if !spawn({ self.serve(fd: fd, connectionIndex: index) }) {
+            let served = spawn {
+                self.serve(fd: fd, connectionIndex: index)
+                self.connectionEnded()
+            }
+            if !served {
+                connectionEnded()
                 close(fd)
                 return
             }
+        }
+    }
+
+    /// Every serve path closes its descriptor before returning.
+    private func connectionEnded() {
+        condition.withLock {
+            open -= 1
+            condition.broadcast()
         }
     }
 

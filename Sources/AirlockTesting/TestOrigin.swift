@@ -36,6 +36,14 @@ public final class TestOrigin: Sendable {
     /// Connections accepted so far.
     public var acceptedConnections: Int { server.acceptedConnections }
 
+    /// Connections accepted and not yet closed (by either side).
+    public var openConnections: Int { server.openConnections }
+
+    /// Waits until at most `n` connections are open. False if `timeout` seconds pass first.
+    public func waitForOpenConnections(atMost n: Int, timeout: Double) -> Bool {
+        server.waitForOpenConnections(atMost: n, timeout: timeout)
+    }
+
     /// Every request received so far, in arrival order.
     public var requests: [TestRequest] { server.requests }
 

@@ -47,4 +47,19 @@ final class ConnectionPoolTests: XCTestCase {
         XCTAssertEqual(pool.idleCount, 0)
         XCTAssertNil(pool.checkout(b))
     }
+
+    /// A client's preferred connection is taken out of the pool only while it is parked there
+    /// under the same key; once another client took it, the preference gives nothing.
+    func testTakeIsAPreferenceNotOwnership() {
+        let pool = ConnectionPool<Conn>(maxIdlePerKey: 4)
+        let c1 = Conn(1), c2 = Conn(2)
+        pool.checkin(c1, key: a)
+        pool.checkin(c2, key: a)
+        XCTAssertFalse(pool.take(c1, key: b), "parked under another key")
+        XCTAssertTrue(pool.take(c1, key: a), "the older one is taken although c2 is more recent")
+        XCTAssertEqual(pool.idleCount(for: a), 1)
+        XCTAssertFalse(pool.take(c1, key: a), "already taken")
+        XCTAssertTrue(pool.checkout(a) === c2)
+        XCTAssertEqual(pool.stats.reused, 2)
+    }
 }
