@@ -95,6 +95,7 @@ extension ClientConnection: UpstreamOwner {
     }
 
     private func connectNextAddress(_ ex: Exchange) {
+        var lastError = ""
         while ex.addressIndex < ex.addresses.count {
             let addr = ex.addresses[ex.addressIndex]
             ex.addressIndex += 1
@@ -110,12 +111,17 @@ extension ClientConnection: UpstreamOwner {
                                                security: ex.key.scheme == "https" ? ex.route.security : nil)
                 ex.upstream = u
                 return
+            } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
+                // Idle pooled connections give way to a request that needs a descriptor now.
+                ex.addressIndex -= 1
+                lastError = e.description
             } catch {
-                continue
+                lastError = "\(error)"
             }
         }
         let e = GatewayError(.upstreamRefused, status: 502,
-                             message: "cannot connect to upstream \(ex.key.host):\(ex.key.port)", source: .upstream)
+                             message: "cannot connect to upstream \(ex.key.host):\(ex.key.port)"
+                                 + (lastError.isEmpty ? "" : " (\(lastError))"), source: .upstream)
         failExchange(e)
     }
 

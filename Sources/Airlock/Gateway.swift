@@ -16,6 +16,9 @@ public final class Gateway: @unchecked Sendable {
     private var nextWorker = 0
     private var started = false
     private let openConnections = Atomic<Int>(0)
+    /// The client cap in force: `limits.max_connections`, lowered at start to what the
+    /// descriptor limit can hold (each client may need an upstream socket too).
+    public private(set) var maxConnections = 0
     private let idleWorkers = Mutex<Set<Int>>([])
     private let state = Mutex<RunState>(.created)
     /// The admin listener (`GET /rejects`), on the acceptor loop; nil when off or unavailable.
@@ -37,7 +40,7 @@ public final class Gateway: @unchecked Sendable {
         self.config = config
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
-        Self.raiseDescriptorLimit(for: config.limits, logger: logger)
+        Self.raiseDescriptorLimit(for: config.limits)
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
         let context = GatewayContext(config: config, logger: logger,
@@ -50,6 +53,8 @@ public final class Gateway: @unchecked Sendable {
                                   onIdle: { [unowned self] i in self.workerIdle(i) }))
         }
         listener = l
+        // Measured now that the listener, the admin socket and every worker loop hold theirs.
+        maxConnections = Self.connectionCap(for: config.limits, workers: workers.count, logger: logger)
         l.onAccept = { [unowned self] fd, peer in self.accepted(fd, peer) }
         l.onAcceptError = { [unowned self] err in self.acceptFailed(err) }
     }
@@ -63,26 +68,61 @@ public final class Gateway: @unchecked Sendable {
         }
     }
 
+    /// Descriptors kept free besides two per client: resolver sockets (a few per worker),
+    /// admin clients, and headroom for whatever else the process opens while running.
+    static func descriptorReserve(workers: Int) -> Int { 16 + 4 * workers }
+
     /// Each client connection may need a second descriptor for its upstream: raise the soft
-    /// RLIMIT_NOFILE towards twice `max_connections` (plus a reserve), as HAProxy does for
-    /// its maxconn, and say so when the hard limit does not allow it.
-    static func raiseDescriptorLimit(for limits: LimitsConfig, logger: Logger) {
+    /// RLIMIT_NOFILE towards twice `max_connections` plus a reserve, as HAProxy does for
+    /// its maxconn, as far as the hard limit allows. `connectionCap` judges the result.
+    static func raiseDescriptorLimit(for limits: LimitsConfig) {
         var rl = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0 else { return }
         let wanted = rlim_t(limits.maxConnections) * 2 + 256
         if rl.rlim_cur < wanted && rl.rlim_cur < rl.rlim_max {
             var raised = rl
             raised.rlim_cur = min(wanted, rl.rlim_max)
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { rl = raised }
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised)
         }
-        if rl.rlim_cur < wanted {
-            logger.warning("airlock.fd-limit", metadata: [
-                "key": "limits.max_connections",
-                "max_connections": .stringConvertible(limits.maxConnections),
-                "nofile": .stringConvertible(rl.rlim_cur),
-                "message": .string("the descriptor limit (\(rl.rlim_cur)) is below the \(wanted) that limits.max_connections \(limits.maxConnections) may need (a client and an upstream socket each): raise `ulimit -n` (docker run --ulimit nofile=N) or lower limits.max_connections; when descriptors run out, accepting pauses for \(Listener.acceptRetryDelay) at a time"),
-            ])
+    }
+
+    /// The client cap the descriptor limit supports: what is left after the descriptors open
+    /// now and the reserve, halved (a client and its upstream socket). When that is below
+    /// `max_connections` the cap is lowered to it and logged once with both numbers, as a
+    /// warning when the config named `max_connections`, quietly (info) for the default, so a
+    /// client beyond what the process can serve is refused at accept, never accepted and then
+    /// failed for want of an upstream socket.
+    static func connectionCap(for limits: LimitsConfig, workers: Int, logger: Logger) -> Int {
+        var rl = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0 else { return limits.maxConnections }
+        let nofile = Int(min(rl.rlim_cur, rlim_t(Int32.max)))
+        let open = openDescriptorCount()
+        let reserve = descriptorReserve(workers: workers)
+        let supported = max(1, (nofile - open - reserve) / 2)
+        guard supported < limits.maxConnections else { return limits.maxConnections }
+        let explicit = limits.maxConnectionsSetExplicitly
+        let metadata: Logger.Metadata = [
+            "key": "limits.max_connections",
+            "max_connections": .stringConvertible(limits.maxConnections),
+            "effective_max_connections": .stringConvertible(supported),
+            "nofile": .stringConvertible(nofile),
+            "open_descriptors": .stringConvertible(open),
+            "reserved": .stringConvertible(reserve),
+            "message": .string("the descriptor limit (\(nofile)) holds \(supported) clients, not the \(limits.maxConnections) of limits.max_connections\(explicit ? "" : " (default)") (each needs an upstream socket too; \(open) descriptors are open and \(reserve) reserved): clients beyond \(supported) are refused at accept\(explicit ? "; raise `ulimit -n` (docker run --ulimit nofile=N) or lower limits.max_connections" : "")"),
+        ]
+        logger.log(level: explicit ? .warning : .info, "airlock.fd-limit", metadata: metadata)
+        return supported
+    }
+
+    /// Descriptors open in this process (Linux: the entries of /proc/self/fd).
+    static func openDescriptorCount() -> Int {
+        guard let dir = opendir("/proc/self/fd") else { return 0 }
+        defer { closedir(dir) }
+        var n = 0
+        while let e = readdir(dir) {
+            if e.pointee.d_name.0 != UInt8(ascii: ".") { n += 1 }
         }
+        return max(0, n - 1)   // the directory's own descriptor
     }
 
     /// The bound port (the real one when the configuration said 0).
@@ -100,6 +140,7 @@ public final class Gateway: @unchecked Sendable {
             "port": .stringConvertible(Int(boundPort)),
             "workers": .stringConvertible(workers.count),
             "routes": .stringConvertible(config.routes.count),
+            "max_connections": .stringConvertible(maxConnections),
             "send_batching": .string(workers.first?.loop.sendBatching ?? "-"),
         ])
     }
@@ -131,13 +172,13 @@ public final class Gateway: @unchecked Sendable {
     private var acceptErrorLog = LogThrottle()
 
     private func accepted(_ fd: Int32, _ peer: SocketAddress) {
-        if openConnections.load(ordering: .relaxed) >= config.limits.maxConnections {
+        if openConnections.load(ordering: .relaxed) >= maxConnections {
             close(fd)
             if let refused = refusalLog.occurred() {
                 logger.warning("connection.refused", metadata: [
                     "client": .string(peer.description), "reason": "max-connections",
                     "key": "limits.max_connections",
-                    "max_connections": .stringConvertible(config.limits.maxConnections),
+                    "max_connections": .stringConvertible(maxConnections),
                     "refused": .stringConvertible(refused)])
             }
             return

@@ -117,6 +117,13 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         return pool.checkout(key)
     }
 
+    /// Closes one idle pooled connection to free its descriptor. False when the pool is empty.
+    func closeOneIdleUpstream() -> Bool {
+        guard let u = pool.removeOldest() else { return false }
+        u.close()
+        return true
+    }
+
     func idleUpstreamClosed(_ u: UpstreamConnection) {
         pool.remove(u, key: u.key)
         u.close()

@@ -14,15 +14,22 @@ public struct IOError: Error, Sendable, CustomStringConvertible {
 
     public let code: Code
     public let detail: String
+    /// The errno behind the failure, 0 when there is none.
+    public let errnoValue: Int32
 
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ detail: String, errno: Int32 = 0) {
         self.code = code
         self.detail = detail
+        self.errnoValue = errno
     }
 
     static func errno(_ code: Code, _ what: String) -> IOError {
-        IOError(code, "\(what): \(String(cString: strerror(Glibc.errno)))")
+        let e = Glibc.errno
+        return IOError(code, "\(what): \(String(cString: strerror(e)))", errno: e)
     }
+
+    /// The process (EMFILE) or the system (ENFILE) has no descriptor left.
+    public var isDescriptorExhaustion: Bool { errnoValue == EMFILE || errnoValue == ENFILE }
 
     public var description: String { "\(code.rawValue): \(detail)" }
 }

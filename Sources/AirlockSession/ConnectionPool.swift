@@ -57,6 +57,16 @@ public final class ConnectionPool<Connection: AnyObject> {
         return true
     }
 
+    /// Takes the oldest idle connection of some upstream, for the caller to close: frees a
+    /// descriptor when the process has none left for a new connection.
+    public func removeOldest() -> Connection? {
+        for key in idle.keys where !(idle[key]!.isEmpty) {
+            stats.evicted += 1
+            return idle[key]!.removeFirst()
+        }
+        return nil
+    }
+
     public func idleCount(for key: UpstreamKey) -> Int { idle[key]?.count ?? 0 }
     // Emptied lists stay in the dictionary: keys are few (one per upstream) and keeping
     // them avoids re-allocating the list on every park.

@@ -62,4 +62,21 @@ final class ConnectionPoolTests: XCTestCase {
         XCTAssertTrue(pool.checkout(a) === c2)
         XCTAssertEqual(pool.stats.reused, 2)
     }
+
+    /// Frees descriptors when the process has none left: oldest first within an upstream,
+    /// every upstream's idle connections in turn, nothing once the pool is empty.
+    func testRemoveOldestEmptiesThePoolOneByOne() {
+        let pool = ConnectionPool<Conn>(maxIdlePerKey: 4)
+        let c1 = Conn(1), c2 = Conn(2), c3 = Conn(3)
+        pool.checkin(c1, key: a)
+        pool.checkin(c2, key: a)
+        pool.checkin(c3, key: b)
+        var taken: [Int] = []
+        while let c = pool.removeOldest() { taken.append(c.n) }
+        XCTAssertEqual(taken.sorted(), [1, 2, 3])
+        XCTAssertLessThan(taken.firstIndex(of: 1)!, taken.firstIndex(of: 2)!, "oldest of upstream a first")
+        XCTAssertEqual(pool.idleCount, 0)
+        XCTAssertEqual(pool.stats.evicted, 3)
+        XCTAssertNil(pool.removeOldest())
+    }
 }

@@ -90,7 +90,10 @@ struct ConfigReader {
         readDuration(fields, "upstream_timeout") { limits.upstreamTimeout = $0 }
         readDuration(fields, "drain_timeout") { limits.drainTimeout = $0 }
         readCount(fields, "max_idle_per_upstream") { limits.maxIdlePerUpstream = $0 }
-        readCount(fields, "max_connections") { limits.maxConnections = $0 }
+        readCount(fields, "max_connections") {
+            limits.maxConnections = $0
+            limits.maxConnectionsSetExplicitly = true
+        }
         return limits
     }
 

@@ -20,8 +20,12 @@ public struct LimitsConfig: Sendable, Equatable {
     public var drainTimeout: Duration = .seconds(10)
     /// Idle pooled connections kept per worker per upstream; 0 disables pooling.
     public var maxIdlePerUpstream: Int = 64
-    /// Per process; accept pauses above it.
+    /// Client connections per process; a connection accepted above it is closed at once.
+    /// At start it is lowered to what the descriptor limit supports (see `Gateway`).
     public var maxConnections: Int = 10000
+    /// Whether the config named `max_connections` (a default that does not fit the
+    /// descriptor limit adapts quietly; a value the user chose and that cannot be met warns).
+    public var maxConnectionsSetExplicitly = false
 
     public init() {}
 }
