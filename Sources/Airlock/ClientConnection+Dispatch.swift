@@ -62,9 +62,6 @@ extension ClientConnection: UpstreamOwner {
                                 message: "request already passed through this gateway (Via: \(worker.context.viaToken))",
                                 source: .client)
         }
-        if drainRequested {
-            return GatewayError(.draining, status: 503, message: "gateway is shutting down", source: .internal, mustClose: true)
-        }
         return nil
     }
 

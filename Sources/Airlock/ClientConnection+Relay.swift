@@ -235,8 +235,10 @@ extension ClientConnection {
         exchange = nil
         worker.recycle(ex.request.headers)
         if let r = ex.response { worker.recycle(r.headers) }
-        if ex.clientKeepAlive && !drainRequested {
-            awaitNextHead()   // pipelined requests already buffered are served now
+        if ex.clientKeepAlive {
+            // Pipelined requests already buffered are served now; while draining, a
+            // connection with none waiting closes there.
+            awaitNextHead()
         } else {
             closeAfterFlush()
         }

@@ -33,7 +33,18 @@ final class ClientConnection: StreamDelegate {
         case closed         // final
     }
 
-    enum TimerMode { case idle, header }
+    enum TimerMode {
+        case idle         // no timer: keep-alive idleness is the stream's read timeout
+        case header       // a head has begun: it must be complete by header_timeout → 408
+        case drainGrace   // draining and idle only briefly: close unless a request arrives
+    }
+
+    /// When the connection last became idle (accepted, or its last response queued).
+    var idleSince: UInt64 = EventLoop.nowNanos()
+    /// While draining, a connection idle for less than this may still receive the request
+    /// its client sent in answer to the last response (keep-alive clients send at once):
+    /// it is answered, with `Connection: close`, instead of being lost to the close.
+    static let drainGrace: Duration = .milliseconds(100)
 
     /// Bytes buffered from a socket before libevent stops reading it.
     static let readHighWatermark = 128 * 1024
@@ -60,7 +71,7 @@ final class ClientConnection: StreamDelegate {
 
     /// Back to waiting for a head: the header timer starts with its first byte.
     func armIdleTimer() {
-        if timerMode == .header {
+        if timerMode != .idle {
             timerMode = .idle
             timer.cancel()
         }
@@ -68,6 +79,11 @@ final class ClientConnection: StreamDelegate {
 
     private func timerFired() {
         guard state == .awaitingHead else { return }
+        if timerMode == .drainGrace {
+            timerMode = .idle
+            readHead()   // serves a request that came in the grace, or closes
+            return
+        }
         let e = GatewayError(.headerTimeout, status: 408,
                              message: "the request head did not arrive within \(limits.headerTimeout)",
                              source: .client, mustClose: true)
@@ -143,6 +159,7 @@ final class ClientConnection: StreamDelegate {
         guard !readingHeads else { return }
         readingHeads = true
         defer { readingHeads = false }
+        var polled = false
         while state == .awaitingHead {
             if stream.outputLength >= Self.writeHighWatermark {
                 // Responses pile up unread: take no further request until the client reads
@@ -152,7 +169,14 @@ final class ClientConnection: StreamDelegate {
                 stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
                 return
             }
-            let available = stream.inputLength
+            var available = stream.inputLength
+            if available == 0 && drainRequested && !polled {
+                // Draining: before this connection is called idle and closed, take a request
+                // the client sent before it could learn of the close (already in the socket).
+                polled = true
+                stream.readNow()
+                available = stream.inputLength
+            }
             if available == 0 { break }
             let headLength: Int?
             do {
@@ -164,7 +188,7 @@ final class ClientConnection: StreamDelegate {
                 return
             }
             guard let n = headLength else {
-                if timerMode == .idle && !peerHalfClosed {
+                if timerMode != .header && !peerHalfClosed {
                     timerMode = .header
                     timer.schedule(after: limits.headerTimeout)
                 }
@@ -186,7 +210,20 @@ final class ClientConnection: StreamDelegate {
             case .failure(let e): respondError(GatewayError(wire: e), exchange: nil, requestID: worker.nextRequestID())
             }
         }
-        guard state == .awaitingHead && peerHalfClosed else { return }
+        guard state == .awaitingHead else { return }
+        if drainRequested && !peerHalfClosed && stream.inputLength == 0 {
+            let idleFor = Duration.nanoseconds(Int64(EventLoop.nowNanos() &- idleSince))
+            if idleFor >= Self.drainGrace {
+                // Idle while draining: close now, before a next request can be sent on it.
+                closeAfterFlush()
+            } else if timerMode != .drainGrace {
+                // Its last response has only just gone: the next request may be on its way.
+                timerMode = .drainGrace
+                timer.schedule(after: Self.drainGrace - idleFor)
+            }
+            return
+        }
+        guard peerHalfClosed else { return }
         // The client sends nothing more: every complete request it sent has been answered.
         if stream.inputLength > 0 {
             respondError(GatewayError(.badRequest, status: 400,
@@ -202,6 +239,7 @@ final class ClientConnection: StreamDelegate {
     /// requests already pipelined behind it, or closes once a half-closed client has none left.
     func awaitNextHead() {
         state = .awaitingHead
+        idleSince = EventLoop.nowNanos()
         scanner.reset()
         stream.setReading(true)
         stream.setWriteLowWatermark(0)
@@ -210,17 +248,21 @@ final class ClientConnection: StreamDelegate {
     }
 
     /// Whether the connection can carry another request after this one: the gateway is not
-    /// draining, and the client has not half-closed, or has already sent more.
+    /// draining, and the client has not half-closed, or has already sent more. (A response
+    /// that began before the drain said keep-alive: the connection then closes once no
+    /// request is waiting, see `readHead`.)
     var clientContinues: Bool {
         !drainRequested && (!peerHalfClosed || stream.inputLength > 0)
     }
 
     // MARK: closing
 
+    /// Graceful shutdown of this connection: an exchange in flight finishes and its response
+    /// carries `Connection: close`; an idle connection closes at once (once what is queued for
+    /// it has gone out), unless a request has already arrived on it, which is answered first.
     func drain() {
         drainRequested = true
-        // Idle: close once what is still queued for it (a finished response) has gone out.
-        if state == .awaitingHead && stream.inputLength == 0 { closeAfterFlush() }
+        if state == .awaitingHead && !readingHeads { readHead() }
     }
 
     func abort() {

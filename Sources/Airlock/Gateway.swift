@@ -191,6 +191,9 @@ public final class Gateway: @unchecked Sendable {
     }
 
     private func acceptFailed(_ err: Int32) {
+        if err == EMFILE || err == ENFILE {
+            for w in workers { w.loop.execute { w.shedIdleUpstreams(Self.shedPerAcceptFailure) } }
+        }
         guard let failures = acceptErrorLog.occurred() else { return }
         logger.warning("listener.paused", metadata: [
             "error": .string(String(cString: strerror(err))),
@@ -199,6 +202,9 @@ public final class Gateway: @unchecked Sendable {
             "failures": .stringConvertible(failures),
             "retry_after": .string("\(Listener.acceptRetryDelay)")])
     }
+
+    /// Idle pooled connections each worker closes when accepting fails for want of descriptors.
+    static let shedPerAcceptFailure = 8
 
     private func connectionClosed() {
         openConnections.subtract(1, ordering: .relaxed)
@@ -211,7 +217,9 @@ public final class Gateway: @unchecked Sendable {
             return true
         }
         guard go else { return }
-        listener?.close()
+        // Connections the kernel completed but we had not accepted yet are taken (and drained
+        // like the rest: a request already sent on one is answered) rather than reset.
+        listener?.closeAfterAcceptingPending()
         listener = nil
         logger.info("airlock.draining", metadata: ["drain_timeout": .string("\(config.limits.drainTimeout)")])
         let t = Timer(loop: mainLoop) { [unowned self] in self.drainTimedOut() }

@@ -17,7 +17,6 @@ struct GatewayError: Error, Sendable {
         case upstreamMalformed = "upstream-malformed-response"
         case upstreamClosed = "upstream-closed"
         case untrustedUpstream = "untrusted-upstream"
-        case draining = "shutting-down"
         case rejectedResponse = "rejected-response"
         /// Logged only (nobody is left to answer): the client closed, failed or stopped reading.
         case clientAborted = "client-aborted"

@@ -124,6 +124,12 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         return true
     }
 
+    /// Descriptors ran out (accept failed): idle pooled connections, which the client cap
+    /// does not budget for (one set per upstream), give way to clients. Closes up to `count`.
+    func shedIdleUpstreams(_ count: Int) {
+        for _ in 0..<count where closeOneIdleUpstream() {}
+    }
+
     func idleUpstreamClosed(_ u: UpstreamConnection) {
         pool.remove(u, key: u.key)
         u.close()

@@ -59,6 +59,31 @@ public final class Listener {
 
     deinit { close() }
 
+    /// For a graceful stop: hands every connection already waiting in the accept queue to
+    /// `onAccept` (at most `limit`), then closes. Closing alone would make the kernel reset
+    /// them, and a client that had already sent its request would get no answer.
+    public func closeAfterAcceptingPending(limit: Int = 4096) {
+        if let l = listener {
+            let fd = evconnlistener_get_fd(l)
+            for _ in 0..<limit {
+                var st = sockaddr_storage()
+                var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                let c = withUnsafeMutablePointer(to: &st) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.accept(fd, $0, &len)
+                    }
+                }
+                guard c >= 0 else { break }   // EAGAIN: the queue is empty (or accepting failed)
+                evutil_make_socket_nonblocking(c)
+                evutil_make_socket_closeonexec(c)
+                withUnsafeMutablePointer(to: &st) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { accepted(c, $0, Int32(len)) }
+                }
+            }
+        }
+        close()
+    }
+
     /// Stops accepting and closes the socket (idempotent).
     public func close() {
         resumeTimer?.cancel()

@@ -739,6 +739,14 @@ public final class Stream {
         return n >= (bulkReads ? Self.bulkReserve : Self.readChunk)
     }
 
+    /// Reads what the socket holds now, as if it had signalled readable (the delegate gets
+    /// the bytes, or the EOF): for an owner that must not decide a connection is idle while
+    /// a request sits in the kernel's buffer. Does nothing while reading is paused.
+    public func readNow() {
+        guard state == .open, fd >= 0, wantRead, evbuffer_get_length(input) < readHighWatermark else { return }
+        onReadable(Int16(airlock_ev_read()))
+    }
+
     fileprivate func onReadable(_ what: Int16) {
         if state == .handshaking {
             handshakeEvent(what)

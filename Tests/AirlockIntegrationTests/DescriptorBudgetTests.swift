@@ -114,4 +114,47 @@ final class DescriptorBudgetTests: XCTestCase {
         let warnings = a.logRecords().filter { ["warning", "error", "critical"].contains($0["level"] as? String ?? "") }
         XCTAssertEqual(warnings.map { $0["event"] as? String ?? "?" }, [])
     }
+
+    /// Idle pooled connections are outside the client budget (a set per upstream): when the
+    /// descriptors run out they give way. A new upstream connection closes an idle one and
+    /// retries instead of answering 502, and a client that could not be accepted is taken
+    /// once the workers shed idle connections. The descriptors are taken away from the
+    /// running process by lowering its soft limit to what it has open (prlimit).
+    func testIdlePooledConnectionsGiveWayWhenDescriptorsRunOut() throws {
+        let origins = try (0..<4).map { i in try TestOrigin(.respond { _ in .ok("origin \(i)") }) }
+        defer { for o in origins { o.stop() } }
+        let a = try startLimited(nofile: 256, yaml: """
+        listen: 127.0.0.1:0
+        workers: 1
+        admin: off
+        \(Fixture.limitsYAML(["idle_timeout": "60s"]))
+        routes:
+          - name: default
+            match: { host: "*" }
+            upstream: origin
+        """)
+        let c1 = try RawClient(port: a.port)
+        defer { c1.close() }
+        for i in 0..<3 {
+            let r = try c1.exchange("GET \(origins[i].url("/warm")) HTTP/1.1\r\nHost: 127.0.0.1:\(origins[i].port)\r\n\r\n")
+            XCTAssertEqual(r.status, 200)
+        }
+        // Three idle pooled connections now. The soft limit becomes the lowest free descriptor
+        // number: the next socket or accept fails with EMFILE until one is closed.
+        let inUse = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(a.pid)/fd").compactMap { Int($0) })
+        let lowestFree = (0...).first { !inUse.contains($0) }!
+        let lowered = try runProcess("/usr/bin/prlimit", ["--pid", "\(a.pid)", "--nofile=\(lowestFree):256"], timeout: 10)
+        XCTAssertEqual(lowered.exitCode, 0, lowered.stderr)
+
+        let r4 = try c1.exchange("GET \(origins[3].url("/new")) HTTP/1.1\r\nHost: 127.0.0.1:\(origins[3].port)\r\n\r\n")
+        XCTAssertEqual(r4.status, 200, String(decoding: r4.body, as: UTF8.self))
+        XCTAssertEqual(String(decoding: r4.body, as: UTF8.self), "origin 3")
+
+        let c2 = try RawClient(port: a.port)
+        defer { c2.close() }
+        let r5 = try c2.exchange("GET \(origins[0].url("/late")) HTTP/1.1\r\nHost: 127.0.0.1:\(origins[0].port)\r\n\r\n")
+        XCTAssertEqual(r5.status, 200, String(decoding: r5.body, as: UTF8.self))
+        XCTAssertNotNil(a.waitForLog(timeout: 1) { ($0["event"] as? String) == "listener.paused" },
+                        "the second client met an accept that failed for want of descriptors")
+    }
 }

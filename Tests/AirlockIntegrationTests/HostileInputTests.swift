@@ -135,8 +135,10 @@ final class HostileInputTests: XCTestCase {
     /// Out of descriptors: accept fails with EMFILE while the listening socket stays
     /// readable. Airlock pauses accepting and retries instead of spinning (it once burnt a
     /// core and wrote ~700,000 libevent warnings a second), logs that at most once a second,
-    /// warns at start that the limit is too low for `limits.max_connections`, and serves
-    /// again once descriptors are free.
+    /// says at start that the limit is too low for `limits.max_connections`, and serves
+    /// again once descriptors are free. Since the client cap follows the descriptor limit,
+    /// Airlock's own clients cannot exhaust it: the test takes the descriptors away from
+    /// the running process (its soft limit lowered to what it has open, with prlimit).
     func testDescriptorExhaustionPausesAcceptingInsteadOfSpinning() throws {
         let origin = try TestOrigin(.respond { _ in .ok("ok") })
         defer { origin.stop() }
@@ -159,7 +161,12 @@ final class HostileInputTests: XCTestCase {
         defer { airlock.stop() }
         let warning = airlock.waitForLog(timeout: 2) { $0["event"] as? String == "airlock.fd-limit" }
         XCTAssertEqual(warning?["key"] as? String, "limits.max_connections", "\(String(describing: warning))")
-        // More connections than descriptors: the kernel completes them, Airlock cannot take them all.
+        // The soft limit becomes the lowest free descriptor number: every accept fails.
+        let inUse = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(airlock.pid)/fd").compactMap { Int($0) })
+        let lowestFree = (0...).first { !inUse.contains($0) }!
+        let lowered = try runProcess("/usr/bin/prlimit", ["--pid", "\(airlock.pid)", "--nofile=\(lowestFree):64"], timeout: 10)
+        XCTAssertEqual(lowered.exitCode, 0, lowered.stderr)
+        // More connections than descriptors: the kernel completes them, Airlock cannot take them.
         var clients: [RawClient] = []
         for _ in 0..<100 { clients.append(try RawClient(port: airlock.port)) }
         XCTAssertNotNil(airlock.waitForLog(timeout: 5) { $0["event"] as? String == "listener.paused" })
@@ -173,6 +180,8 @@ final class HostileInputTests: XCTestCase {
                              "the records count the failed accepts they stand for")
         for c in clients { c.close() }
         clients = []
+        let raised = try runProcess("/usr/bin/prlimit", ["--pid", "\(airlock.pid)", "--nofile=64:64"], timeout: 10)
+        XCTAssertEqual(raised.exitCode, 0, raised.stderr)
         // Descriptors free again: a new client is served (within a few retry delays).
         var status = 0
         for _ in 0..<20 where status != 200 {
