@@ -27,9 +27,11 @@ public final class TLSTestOrigin: @unchecked Sendable {
 
     /// Starts the origin serving `pki.path(chain)` with `pki.path(key)` and waits (up to `startTimeout` s)
     /// for its `PORT` line. Throws `.process`/`.timeout` with its stderr if it exits or does not start.
+    /// `securityLevel`: the origin's own OpenSSL level; 0 lets it serve a chain level 2 refuses.
     public init(pki: TLSTestPKI, chain: String = "leaf-chain.pem", key: String = "leaf.key", mode: Mode = .normal,
-                startTimeout: Double = 15) throws {
+                securityLevel: Int? = nil, startTimeout: Double = 15) throws {
         var arguments = [TLSFixtureScripts.origin, "--cert", pki.path(chain), "--key", pki.path(key)]
+        if let securityLevel { arguments += ["--security-level", String(securityLevel)] }
         switch mode {
         case .normal: arguments += ["--mode", "normal"]
         case .truncate: arguments += ["--mode", "truncate"]

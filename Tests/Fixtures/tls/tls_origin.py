@@ -3,9 +3,12 @@
 
 Usage: tls_origin.py --cert CHAIN.pem --key KEY.pem [--mode normal|truncate|close-delimited]
                      [--close-notify] [--port-file FILE] [--idle-timeout SECONDS]
+                     [--security-level N]
 
 Binds 127.0.0.1:0, then prints "PORT <n>" on stdout (flushed) and writes "<n>\\n" to --port-file.
 TLS 1.2 minimum, session tickets on (Python's default), one thread per connection.
+--security-level N sets OpenSSL's security level (cipher string "DEFAULT:@SECLEVEL=N") before the
+certificate loads: 0 lets it serve a chain that level 2 refuses (SHA-1/MD5 signatures, RSA-1024 keys).
 
 Modes, per request:
   normal            keep-alive; answers every request with 200, Content-Type: text/plain,
@@ -151,6 +154,8 @@ class Origin:
         self.args = args
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if args.security_level is not None:
+            self.context.set_ciphers(f"DEFAULT:@SECLEVEL={args.security_level}")
         self.context.load_cert_chain(args.cert, args.key)
         self.context.sni_callback = self.remember_sni
         self.sni_lock = threading.Lock()
@@ -279,6 +284,8 @@ def main():
     parser.add_argument("--port-file", help="also write the port here (atomically)")
     parser.add_argument("--idle-timeout", type=float, default=30.0,
                         help="seconds a connection may stay silent before it is closed")
+    parser.add_argument("--security-level", type=int, choices=range(0, 6),
+                        help="OpenSSL security level for this server (to serve deliberately weak chains)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
