@@ -4,10 +4,11 @@ extension SecurityPolicy {
     /// only in certificate mode (the other is unused there).
     static func makeCacheKey(
         mode: PinningMode, pins: Set<Pin>, pinnedCertificates: Set<[UInt8]>, pinScope: PinScope,
-        allowInvalidCertificates: Bool, validatesDomainName: Bool
+        allowInvalidCertificates: Bool, validatesDomainName: Bool, minimumSecurityLevel: Int
     ) -> String {
         var key = "pinning=\(mode.rawValue);scope=\(pinScope.rawValue)"
         key += ";allow-invalid=\(allowInvalidCertificates ? 1 : 0);validate-name=\(validatesDomainName ? 1 : 0)"
+        key += ";level=\(minimumSecurityLevel)"
         switch mode {
         case .none:
             break

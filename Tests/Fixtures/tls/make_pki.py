@@ -30,7 +30,9 @@ for localhost + 127.0.0.1 under the same root:
     rsa1024-ca-leaf   SHA-256 by rsa1024-intermediate              rsa1024-ca-leaf.pem .key, -chain.pem
 
 `cryptography` refuses to sign with SHA-1 or MD5, so those three are signed by the `openssl` CLI
-(`openssl x509 -req -sha1|-md5`) from a CSR; the others by `cryptography`.
+(`openssl x509 -req -sha1|-md5`) from a CSR; the others by `cryptography`. --weak also writes
+dh1536.pem, DH parameters of the RFC 3526 1536-bit MODP group (below level 2's 2048 bits), for a
+legacy DHE-only origin (tls_origin.py --dhe-only).
 
 A "-chain.pem" file is what a server sends: the leaf, then its intermediate if it has one.
 Every certificate also gets a ".der" copy. Keys are PKCS#8 PEM, mode 600.
@@ -227,6 +229,12 @@ def main(argv):
     ]
     if weak:
         everything += weak_set(root, intermediate)
+        command = [os.environ.get("OPENSSL", "openssl"), "genpkey", "-genparam", "-algorithm", "DH",
+                   "-pkeyopt", "group:modp_1536", "-out", os.path.join(out, "dh1536.pem")]
+        result = subprocess.run(command, capture_output=True, timeout=30, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} exited {result.returncode}: "
+                               f"{result.stderr.decode(errors='replace')}")
 
     manifest = {"directory": out, "certificates": {}}
     for item in everything:
