@@ -1,5 +1,6 @@
 extension SecurityPolicy {
-    /// Everything that changes which servers are trusted, and nothing else: pins and certificates
+    /// Everything that changes which servers are trusted, and nothing else (a security level other
+    /// than the default included, so each level gets its own TLS context): pins and certificates
     /// as sorted sets, certificate DER by SHA-256, pins only in public-key mode and certificates
     /// only in certificate mode (the other is unused there).
     static func makeCacheKey(
@@ -8,7 +9,7 @@ extension SecurityPolicy {
     ) -> String {
         var key = "pinning=\(mode.rawValue);scope=\(pinScope.rawValue)"
         key += ";allow-invalid=\(allowInvalidCertificates ? 1 : 0);validate-name=\(validatesDomainName ? 1 : 0)"
-        key += ";level=\(minimumSecurityLevel)"
+        if minimumSecurityLevel != defaultSecurityLevel { key += ";level=\(minimumSecurityLevel)" }
         switch mode {
         case .none:
             break
