@@ -13,7 +13,9 @@ public final class TLSClientContext: @unchecked Sendable {
     /// OpenSSL security level of the handshake and the authentication level of `verify`.
     public let securityLevel: Int32
 
-    public enum Anchors: Sendable { case defaultTrust, pinnedCertificates }
+    /// `presentedChain`: no anchor and no verification, only the security level (see
+    /// `securityLevelFailure(of:)`).
+    public enum Anchors: Sendable { case defaultTrust, pinnedCertificates, presentedChain }
 
     public struct VerifyError: Error, Sendable, Equatable {
         public let code: Int32
@@ -74,6 +76,13 @@ public final class TLSClientContext: @unchecked Sendable {
         }
         let store: OpaquePointer
         switch anchors {
+        case .presentedChain:
+            if let failure = securityLevelFailure(of: peerChain) { return .failure(failure) }
+            var out: [PeerCertificate] = []
+            for i in 0..<airlock_sk_X509_num(peerChain) {
+                if let x = airlock_sk_X509_value(peerChain, i) { out.append(PeerCertificate(x)) }
+            }
+            return .success(out)
         case .defaultTrust: store = SSL_CTX_get_cert_store(ctx)
         case .pinnedCertificates:
             guard let s = pinnedStore else { return .failure(VerifyError(code: -1, text: "no pinned certificates")) }

@@ -178,6 +178,31 @@ final class WeakCertificateTests: XCTestCase {
                           "the RSA-1024 leaf pinned as the only anchor")
     }
 
+    /// Public-key pinning with `allow_invalid_certificates` verifies no chain (no `ca:` here, so none would
+    /// validate), yet the pinned chain's keys and signature digests must still reach the level.
+    func testPublicKeyPinWithoutValidationDoesNotExcuseAWeakChain() throws {
+        let a = try gateway(Self.weak.map(\.name) + Self.good + ["selfsigned"]) { name in
+            ["pinning: public-key", self.pin(name), "allow_invalid_certificates: true"]
+        }
+        for (name, verifyError) in Self.weak {
+            try assertRefused(a, name, "/unvalidated", verifyError: verifyError, "allow_invalid_certificates with its pin")
+        }
+        for name in Self.good + ["selfsigned"] {
+            try assertServed(a, name, "/unvalidated", "allow_invalid_certificates with its pin")
+        }
+        // A self-signed legacy certificate's own SHA-1 signature proves nothing (as for any anchor): served.
+        let selfSigned = try gateway(["sha1-selfsigned"]) { name in
+            ["pinning: public-key", self.pin(name), "allow_invalid_certificates: true"]
+        }
+        try assertServed(selfSigned, "sha1-selfsigned", "/unvalidated-selfsigned", "SHA-1 self-signed, pinned")
+        let legacy = try gateway(Self.weak.map(\.name)) { name in
+            ["pinning: public-key", self.pin(name), "allow_invalid_certificates: true", "min_security_level: 0"]
+        }
+        for (name, _) in Self.weak {
+            try assertServed(legacy, name, "/unvalidated-legacy", "allow_invalid_certificates, pin, level 0")
+        }
+    }
+
     // MARK: a route that lowers the level (only with pinning)
 
     func testLevelZeroWithAMatchingPinAcceptsEachWeakChain() throws {

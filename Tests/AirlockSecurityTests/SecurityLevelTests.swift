@@ -78,6 +78,18 @@ final class SecurityLevelTests: XCTestCase {
         XCTAssertEqual(VerifyFailure.fromOpenSSL(code: 65, text: "x").reason, .untrustedChain, "65 is not a level refusal")
     }
 
+    /// Public-key pinning with allow_invalid_certificates asks for the level check of the presented chain, and
+    /// a matching pin does not outweigh its failure; a missing outcome fails closed.
+    func testWithoutValidationTheLevelCheckStillDecides() throws {
+        let policy = try F.publicKeyPolicy([F.leafA.pin], allowInvalid: true)
+        let levelOnly = ValidationRequest(anchors: .presentedChain, hostname: nil)
+        XCTAssertEqual(policy.validations(for: F.host), [levelOnly])
+        let weak = F.trust([levelOnly: .failure(.weakCertificate("EE certificate key too weak"))])
+        XCTAssertEqual(policy.evaluate(weak), .rejected(TrustFailure(reason: .weakCertificate, verifyError: "EE certificate key too weak")))
+        XCTAssertEqual(F.reason(policy.evaluate(F.trust([:]))), .handshakeFailed, "the level check did not run")
+        XCTAssertEqual(policy.evaluate(F.trust([levelOnly: .success(F.presentedA)])), .trusted)
+    }
+
     /// A pin does not excuse a weak chain: public-key pinning rejects on the failed verification first.
     func testAMatchingPinDoesNotExcuseAWeakChain() throws {
         let policy = try F.publicKeyPolicy([F.leafA.pin])

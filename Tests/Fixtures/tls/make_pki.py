@@ -28,9 +28,11 @@ for localhost + 127.0.0.1 under the same root:
     sha1-ca-leaf      SHA-256 by sha1-intermediate                 sha1-ca-leaf.pem .key, -chain.pem
     rsa1024-intermediate  CA, RSA-1024 key, SHA-256 by root
     rsa1024-ca-leaf   SHA-256 by rsa1024-intermediate              rsa1024-ca-leaf.pem .key, -chain.pem
+    sha1-selfsigned   self-signed with SHA-1, P-256, not a CA: a legacy host's certificate, weak only
+                      where its own signature counts (it never does for an anchor)
 
 `cryptography` refuses to sign with SHA-1 or MD5, so those three are signed by the `openssl` CLI
-(`openssl x509 -req -sha1|-md5`) from a CSR; the others by `cryptography`. --weak also writes
+(`openssl x509 -req -sha1|-md5`, `-signkey` for the self-signed one) from a CSR; the others by `cryptography`. --weak also writes
 dh1536.pem, DH parameters of the RFC 3526 1536-bit MODP group (below level 2's 2048 bits), for a
 legacy DHE-only origin (tls_origin.py --dhe-only).
 
@@ -139,8 +141,9 @@ def key_pem(key):
 
 
 def make_with_openssl(name, common_name, issuer, digest, *, ca, key=None):
-    """Issues `name` from `issuer` signed with `digest` ("sha1", "md5"), which `cryptography` refuses:
-    a CSR from `cryptography`, signed by `openssl x509 -req -<digest>` with the usual extensions."""
+    """Issues `name` from `issuer` (None: self-signed) signed with `digest` ("sha1", "md5"), which
+    `cryptography` refuses: a CSR from `cryptography`, signed by `openssl x509 -req -<digest>` with the
+    usual extensions."""
     key = key or ec.generate_private_key(ec.SECP256R1())
     csr = (x509.CertificateSigningRequestBuilder().subject_name(subject(common_name))
            .sign(key, hashes.SHA256()))
@@ -153,11 +156,14 @@ def make_with_openssl(name, common_name, issuer, digest, *, ca, key=None):
     with tempfile.TemporaryDirectory(prefix="make_pki-") as work:
         paths = {part: os.path.join(work, part) for part in ("csr", "ca.pem", "ca.key", "ext.cnf", "out.pem")}
         write(paths["csr"], csr.public_bytes(serialization.Encoding.PEM))
-        write(paths["ca.pem"], pem(issuer.cert))
-        write(paths["ca.key"], key_pem(issuer.key), private=True)
+        write(paths["ca.key"], key_pem(issuer.key if issuer else key), private=True)
         write(paths["ext.cnf"], ("\n".join(extensions) + "\n").encode())
-        command = [os.environ.get("OPENSSL", "openssl"), "x509", "-req", "-in", paths["csr"],
-                   "-CA", paths["ca.pem"], "-CAkey", paths["ca.key"], f"-{digest}",
+        if issuer:
+            write(paths["ca.pem"], pem(issuer.cert))
+            signer = ["-CA", paths["ca.pem"], "-CAkey", paths["ca.key"]]
+        else:
+            signer = ["-signkey", paths["ca.key"]]
+        command = [os.environ.get("OPENSSL", "openssl"), "x509", "-req", "-in", paths["csr"], *signer, f"-{digest}",
                    "-days", "365" if ca else "30", "-set_serial", str(x509.random_serial_number()),
                    "-extfile", paths["ext.cnf"], "-out", paths["out.pem"]]
         result = subprocess.run(command, capture_output=True, timeout=30, check=False)
@@ -189,6 +195,7 @@ def weak_set(root, intermediate):
         make("sha1-ca-leaf", "localhost", sha1_intermediate, ca=False, sans=LOCAL_NAMES),
         rsa1024_intermediate,
         make("rsa1024-ca-leaf", "localhost", rsa1024_intermediate, ca=False, sans=LOCAL_NAMES),
+        make_with_openssl("sha1-selfsigned", "localhost", None, "sha1", ca=False),
     ]
 
 
