@@ -68,8 +68,9 @@ public final class TLSClientContext: @unchecked Sendable {
     }
 
     /// Verifies the chain the server presented against `anchors`, checking `hostname`
-    /// (DNS name or IP literal; never the subject CN) when given. Returns the chain as
-    /// OpenSSL built it, leaf first and anchor last.
+    /// (DNS name or IP literal; never the subject CN) when given, at this context's security
+    /// level. Returns the chain as OpenSSL built it, leaf first and anchor last
+    /// (`.presentedChain`: the chain as presented, checked for the level only).
     func verify(peerChain: OpaquePointer, anchors: Anchors, hostname: String?) -> Result<[PeerCertificate], VerifyError> {
         guard airlock_sk_X509_num(peerChain) > 0, let leaf = airlock_sk_X509_value(peerChain, 0) else {
             return .failure(VerifyError(code: -1, text: "no certificate presented"))
