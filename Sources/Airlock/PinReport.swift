@@ -1,4 +1,5 @@
 import AirlockIO
+import AirlockSecurity
 
 /// What `airlock pin` prints: for each certificate its subject, issuer, expiry and
 /// `sha256/…` pin (SHA-256 over the DER SubjectPublicKeyInfo, base64).
@@ -13,10 +14,15 @@ public enum PinReport {
         return out
     }
 
-    /// The chain a live server presents (connects and handshakes; sends nothing else).
+    /// The chain a live server presents (connects and handshakes; sends nothing else). A failed
+    /// verification names the reason the gateway would reject it with, e.g. "(weak-certificate)".
     public static func forServer(host: String, port: UInt16, serverName: String?, caFile: String?) throws -> String {
         let result = try TLSProbe.fetch(host: host, port: port, serverName: serverName ?? host, caFile: caFile)
-        return "# \(host):\(port) (servername \(serverName ?? host)) verification: \(result.verification)\n"
+        var verification = result.verification
+        if let code = result.verifyCode {
+            verification += " (\(VerifyFailure.fromOpenSSL(code: code, text: result.verification).reason.rawValue))"
+        }
+        return "# \(host):\(port) (servername \(serverName ?? host)) verification: \(verification)\n"
             + render(result.presented)
     }
 

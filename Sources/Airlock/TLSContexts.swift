@@ -10,7 +10,8 @@ final class TLSContexts: Sendable {
     func context(for security: RouteSecurity) throws -> TLSClientContext {
         try contexts.withLock { all in
             if let c = all[security.trustIdentity] { return c }
-            let c = try TLSClientContext(caFiles: security.caFiles, pinnedAnchors: security.policy.pinnedCertificates)
+            let c = try TLSClientContext(caFiles: security.caFiles, pinnedAnchors: security.policy.pinnedCertificates,
+                                         securityLevel: security.policy.minimumSecurityLevel)
             all[security.trustIdentity] = c
             return c
         }

@@ -19,7 +19,11 @@ extension UpstreamConnection {
         } else {
             var outcomes: [ValidationRequest: ValidationOutcome] = [:]
             for request in security.policy.validations(for: host) {
-                let anchors: TLSClientContext.Anchors = request.anchors == .defaultTrust ? .defaultTrust : .pinnedCertificates
+                let anchors: TLSClientContext.Anchors = switch request.anchors {
+                case .defaultTrust: .defaultTrust
+                case .pinnedCertificates: .pinnedCertificates
+                case .presentedChain: .presentedChain
+                }
                 outcomes[request] = stream.tlsVerify(anchors: anchors, hostname: request.hostname)
                     .map { $0.map(Self.facts) }
                     .mapError { VerifyFailure.fromOpenSSL(code: $0.code, text: $0.text) }

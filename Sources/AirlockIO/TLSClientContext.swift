@@ -5,12 +5,17 @@ import Glibc
 /// store plus the route's `ca:` files, and (for certificate pinning) a second store whose
 /// only anchors are the pinned certificates. The handshake itself verifies nothing:
 /// the gateway asks `verify` for exactly the validations its security policy needs, after
-/// the handshake and before a byte of the request is sent.
+/// the handshake and before a byte of the request is sent. One OpenSSL security level
+/// governs both the handshake and every verification (keys, signature digests).
 public final class TLSClientContext: @unchecked Sendable {
     let ctx: OpaquePointer
     private let pinnedStore: OpaquePointer?
+    /// OpenSSL security level of the handshake and the authentication level of `verify`.
+    public let securityLevel: Int32
 
-    public enum Anchors: Sendable { case defaultTrust, pinnedCertificates }
+    /// `presentedChain`: no anchor and no verification, only the security level (see
+    /// `securityLevelFailure(of:)`).
+    public enum Anchors: Sendable { case defaultTrust, pinnedCertificates, presentedChain }
 
     public struct VerifyError: Error, Sendable, Equatable {
         public let code: Int32
@@ -18,11 +23,16 @@ public final class TLSClientContext: @unchecked Sendable {
     }
 
     /// `caFiles`: extra trust (PEM bundles). `pinnedAnchors`: DER certificates that become
-    /// the only anchors of `.pinnedCertificates` validations.
-    public init(caFiles: [String], pinnedAnchors: [[UInt8]]) throws {
+    /// the only anchors of `.pinnedCertificates` validations. `securityLevel`: OpenSSL's 0...5
+    /// (2: RSA/DSA/DH >= 2048 bits, ECC >= 224 bits, no SHA-1 or MD5 signatures below the anchor).
+    public init(caFiles: [String], pinnedAnchors: [[UInt8]], securityLevel: Int = 2) throws {
         IORuntime.setUp()
+        guard (0...5).contains(securityLevel) else { throw IOError(.tls, "no OpenSSL security level \(securityLevel)") }
         guard let c = SSL_CTX_new(TLS_client_method()) else { throw IOError(.tls, "SSL_CTX_new failed") }
         ctx = c
+        self.securityLevel = Int32(securityLevel)
+        // Set, not inherited from openssl.cnf: the handshake's floor is the route's, never lower by accident.
+        SSL_CTX_set_security_level(c, Int32(securityLevel))
         _ = airlock_SSL_CTX_set_min_proto_version(c, airlock_TLS1_2_VERSION())
         _ = airlock_SSL_CTX_set_mode(c, airlock_SSL_MODE_partial_moving())
         airlock_SSL_CTX_refuse_renegotiation(c)
@@ -58,14 +68,22 @@ public final class TLSClientContext: @unchecked Sendable {
     }
 
     /// Verifies the chain the server presented against `anchors`, checking `hostname`
-    /// (DNS name or IP literal; never the subject CN) when given. Returns the chain as
-    /// OpenSSL built it, leaf first and anchor last.
+    /// (DNS name or IP literal; never the subject CN) when given, at this context's security
+    /// level. Returns the chain as OpenSSL built it, leaf first and anchor last
+    /// (`.presentedChain`: the chain as presented, checked for the level only).
     func verify(peerChain: OpaquePointer, anchors: Anchors, hostname: String?) -> Result<[PeerCertificate], VerifyError> {
         guard airlock_sk_X509_num(peerChain) > 0, let leaf = airlock_sk_X509_value(peerChain, 0) else {
             return .failure(VerifyError(code: -1, text: "no certificate presented"))
         }
         let store: OpaquePointer
         switch anchors {
+        case .presentedChain:
+            if let failure = securityLevelFailure(of: peerChain) { return .failure(failure) }
+            var out: [PeerCertificate] = []
+            for i in 0..<airlock_sk_X509_num(peerChain) {
+                if let x = airlock_sk_X509_value(peerChain, i) { out.append(PeerCertificate(x)) }
+            }
+            return .success(out)
         case .defaultTrust: store = SSL_CTX_get_cert_store(ctx)
         case .pinnedCertificates:
             guard let s = pinnedStore else { return .failure(VerifyError(code: -1, text: "no pinned certificates")) }
@@ -78,6 +96,9 @@ public final class TLSClientContext: @unchecked Sendable {
         }
         X509_STORE_CTX_set_default(sctx, "ssl_server")
         let param = X509_STORE_CTX_get0_param(sctx)
+        // Without an authentication level X509_verify_cert checks no key size or signature digest
+        // (a handshake sets it from the SSL's level; this call is outside any handshake).
+        X509_VERIFY_PARAM_set_auth_level(param, securityLevel)
         if anchors == .pinnedCertificates {
             // A pinned intermediate or leaf is an anchor of its own.
             X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_PARTIAL_CHAIN))

@@ -7,8 +7,11 @@ import Glibc
 public enum TLSProbe {
     public struct Result: Sendable {
         public let presented: [PeerCertificate]
-        /// "ok" or OpenSSL's verify error against the system store (+ `caFile`) and `serverName`.
+        /// "ok" or OpenSSL's verify error against the system store (+ `caFile`) and `serverName`,
+        /// at OpenSSL security level 2 (the gateway's default), so a weak chain does not read "ok".
         public let verification: String
+        /// OpenSSL's `X509_V_ERR_*` code when verification failed; nil when it passed.
+        public let verifyCode: Int32?
     }
 
     public static func fetch(host: String, port: UInt16, serverName: String, caFile: String?,
@@ -44,17 +47,20 @@ public enum TLSProbe {
         }
         var presented: [PeerCertificate] = []
         var verification = "no certificate presented"
+        var verifyCode: Int32?
         if let chain = SSL_get_peer_cert_chain(ssl) {
             for i in 0..<airlock_sk_X509_num(chain) {
                 if let x = airlock_sk_X509_value(chain, i) { presented.append(PeerCertificate(x)) }
             }
             switch context.verify(peerChain: chain, anchors: .defaultTrust, hostname: serverName) {
             case .success: verification = "ok"
-            case .failure(let e): verification = e.text
+            case .failure(let e):
+                verification = e.text
+                verifyCode = e.code
             }
         }
         _ = SSL_shutdown(ssl)
-        return Result(presented: presented, verification: verification)
+        return Result(presented: presented, verification: verification, verifyCode: verifyCode)
     }
 
     static func resolveBlocking(host: String, port: UInt16) throws -> [SocketAddress] {

@@ -1,13 +1,15 @@
 extension SecurityPolicy {
-    /// Everything that changes which servers are trusted, and nothing else: pins and certificates
+    /// Everything that changes which servers are trusted, and nothing else (a security level other
+    /// than the default included, so each level gets its own TLS context): pins and certificates
     /// as sorted sets, certificate DER by SHA-256, pins only in public-key mode and certificates
     /// only in certificate mode (the other is unused there).
     static func makeCacheKey(
         mode: PinningMode, pins: Set<Pin>, pinnedCertificates: Set<[UInt8]>, pinScope: PinScope,
-        allowInvalidCertificates: Bool, validatesDomainName: Bool
+        allowInvalidCertificates: Bool, validatesDomainName: Bool, minimumSecurityLevel: Int
     ) -> String {
         var key = "pinning=\(mode.rawValue);scope=\(pinScope.rawValue)"
         key += ";allow-invalid=\(allowInvalidCertificates ? 1 : 0);validate-name=\(validatesDomainName ? 1 : 0)"
+        if minimumSecurityLevel != defaultSecurityLevel { key += ";level=\(minimumSecurityLevel)" }
         switch mode {
         case .none:
             break

@@ -3,7 +3,9 @@ extension SecurityPolicy {
     /// the server sent:
     /// - unless `allowInvalidCertificates`: against default trust;
     /// - in certificate mode: against the pinned certificates as the only anchors.
-    /// Both check dates, and check the name when `validatesDomainName`.
+    /// Both check dates, and check the name when `validatesDomainName`; and the security level.
+    /// - when neither runs (public-key pinning with `allowInvalidCertificates`): the presented
+    ///   chain's security level only (`.presentedChain`), so a pin never excuses a weak key.
     public func validations(for host: String) -> [ValidationRequest] {
         let name = validatesDomainName ? host : nil
         var requests: [ValidationRequest] = []
@@ -12,6 +14,10 @@ extension SecurityPolicy {
         }
         if mode == .certificate {
             requests.append(ValidationRequest(anchors: .pinnedCertificates, hostname: name))
+        }
+        if requests.isEmpty {
+            // Public-key pinning without validation: still no key or digest below the level.
+            requests.append(ValidationRequest(anchors: .presentedChain, hostname: nil))
         }
         return requests
     }
@@ -68,6 +74,7 @@ extension ValidationRequest {
         let anchors = switch anchors {
         case .defaultTrust: "against default trust"
         case .pinnedCertificates: "against the pinned certificates"
+        case .presentedChain: "of the presented chain's security level"
         }
         return hostname.map { "\(anchors) for \($0)" } ?? anchors
     }

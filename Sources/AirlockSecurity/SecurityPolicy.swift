@@ -12,6 +12,10 @@ public struct SecurityPolicy: Sendable, Equatable {
     public let pinScope: PinScope
     public let allowInvalidCertificates: Bool
     public let validatesDomainName: Bool
+    /// OpenSSL security level (0...5) of the handshake and of every chain verification: at the default
+    /// 2, RSA/DSA/DH keys of 2048 bits or more, ECC of 224 or more, and no SHA-1 or MD5 signature
+    /// below the trust anchor. Lower only with pinning (`min_security_level`), for legacy hosts.
+    public let minimumSecurityLevel: Int
     /// Stable identity for TLS session-cache and pool keys: two policies with the same key trust
     /// exactly the same servers. It covers this policy only: what `.defaultTrust` means (the
     /// system store plus the route's `ca:` bundle) is the TLS layer's to add to its own key.
@@ -30,27 +34,35 @@ public struct SecurityPolicy: Sendable, Equatable {
         certificatePins: [Pin] = [],
         pinScope: PinScope = .chain,
         allowInvalidCertificates: Bool = false,
-        validatesDomainName: Bool = true
+        validatesDomainName: Bool = true,
+        minimumSecurityLevel: Int = SecurityPolicy.defaultSecurityLevel
     ) throws(SecurityConfigError) {
         try Self.check(
             mode: mode, pins: pins, pinnedCertificates: pinnedCertificates, certificatePins: certificatePins,
             pinScope: pinScope, allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName
         )
+        try Self.check(minimumSecurityLevel: minimumSecurityLevel, mode: mode)
         self.init(
             checkedMode: mode, pins: pins + certificatePins, pinnedCertificates: pinnedCertificates, pinScope: pinScope,
-            allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName
+            allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName,
+            minimumSecurityLevel: minimumSecurityLevel
         )
     }
+
+    /// OpenSSL's security level 2, the system default on current distributions (what `curl` enforces).
+    public static let defaultSecurityLevel = 2
+    /// The levels OpenSSL defines.
+    public static let securityLevels = 0...5
 
     /// No pinning: the chain must validate against default trust, hostname included.
     public static let `default` = SecurityPolicy(
         checkedMode: .none, pins: [], pinnedCertificates: [], pinScope: .chain,
-        allowInvalidCertificates: false, validatesDomainName: true
+        allowInvalidCertificates: false, validatesDomainName: true, minimumSecurityLevel: defaultSecurityLevel
     )
 
     private init(
         checkedMode mode: PinningMode, pins: [Pin], pinnedCertificates: [[UInt8]], pinScope: PinScope,
-        allowInvalidCertificates: Bool, validatesDomainName: Bool
+        allowInvalidCertificates: Bool, validatesDomainName: Bool, minimumSecurityLevel: Int
     ) {
         self.mode = mode
         self.pins = pins
@@ -58,12 +70,33 @@ public struct SecurityPolicy: Sendable, Equatable {
         self.pinScope = pinScope
         self.allowInvalidCertificates = allowInvalidCertificates
         self.validatesDomainName = validatesDomainName
+        self.minimumSecurityLevel = minimumSecurityLevel
         self.pinSet = Set(pins)
         self.pinnedCertificateSet = Set(pinnedCertificates)
         self.cacheKey = Self.makeCacheKey(
             mode: mode, pins: pinSet, pinnedCertificates: pinnedCertificateSet, pinScope: pinScope,
-            allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName
+            allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName,
+            minimumSecurityLevel: minimumSecurityLevel
         )
+    }
+
+    /// A level OpenSSL defines, and below the default only with pinning: a pin names the one server a
+    /// route accepts, so a legacy host's weak chain can be let through for that route alone.
+    private static func check(minimumSecurityLevel level: Int, mode: PinningMode) throws(SecurityConfigError) {
+        guard securityLevels.contains(level) else {
+            throw SecurityConfigError(
+                key: "min_security_level",
+                "expected an OpenSSL security level from \(securityLevels.lowerBound) to \(securityLevels.upperBound), got \(level)"
+            )
+        }
+        if level < defaultSecurityLevel && mode == .none {
+            throw SecurityConfigError(
+                key: "min_security_level",
+                "lowering the security level below \(defaultSecurityLevel) would accept weak certificates (SHA-1 or MD5 "
+                    + "signatures, small keys) from any server; it is allowed only with pinning "
+                    + "(pinning: public-key with pins, or pinning: certificate with certificates)"
+            )
+        }
     }
 
     /// The load-time rules, in order. Insecure or meaningless combinations are refused, never

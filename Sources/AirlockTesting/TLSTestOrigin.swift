@@ -27,9 +27,13 @@ public final class TLSTestOrigin: @unchecked Sendable {
 
     /// Starts the origin serving `pki.path(chain)` with `pki.path(key)` and waits (up to `startTimeout` s)
     /// for its `PORT` line. Throws `.process`/`.timeout` with its stderr if it exits or does not start.
+    /// `securityLevel`: the origin's own OpenSSL level; 0 lets it serve a chain level 2 refuses.
+    /// `dheOnly`: a file of DH parameters in the PKI (`dh1536.pem`): TLS 1.2 DHE-RSA only, over that group.
     public init(pki: TLSTestPKI, chain: String = "leaf-chain.pem", key: String = "leaf.key", mode: Mode = .normal,
-                startTimeout: Double = 15) throws {
+                securityLevel: Int? = nil, dheOnly: String? = nil, startTimeout: Double = 15) throws {
         var arguments = [TLSFixtureScripts.origin, "--cert", pki.path(chain), "--key", pki.path(key)]
+        if let securityLevel { arguments += ["--security-level", String(securityLevel)] }
+        if let dheOnly { arguments += ["--dhe-only", pki.path(dheOnly)] }
         switch mode {
         case .normal: arguments += ["--mode", "normal"]
         case .truncate: arguments += ["--mode", "truncate"]

@@ -14,11 +14,15 @@ public struct TLSTestPKI: Sendable {
 
     /// Runs make_pki.py (bounded: 60 s) into a fresh temporary directory. The caller calls `remove()`.
     /// Throws `.process` with the script's stderr if it fails (e.g. `cryptography` missing).
-    public static func generate() throws -> TLSTestPKI {
+    /// `weak`: also the chains OpenSSL security level 2 refuses (make_pki.py --weak): `sha1-leaf`, `md5-leaf`
+    /// (under `rsa-intermediate`, which also issues the good `rsa-leaf`), `rsa1024-leaf`, `sha1-ca-leaf` (under
+    /// `sha1-intermediate`) and `rsa1024-ca-leaf` (under `rsa1024-intermediate`), all for localhost, 127.0.0.1.
+    public static func generate(weak: Bool = false) throws -> TLSTestPKI {
         let directory = try makeTemporaryDirectory(prefix: "airlock-tls-pki")
         do {
             let python = TLSFixtureScripts.python()
-            let result = try runProcess(python, [TLSFixtureScripts.makePKI, directory], timeout: 60)
+            let result = try runProcess(python, [TLSFixtureScripts.makePKI, directory] + (weak ? ["--weak"] : []),
+                                        timeout: 60)
             guard result.exitCode == 0 else {
                 throw AirlockTestingError(.process, """
                     \(python) \(TLSFixtureScripts.makePKI) exited \(result.exitCode): \(result.stderr)

@@ -94,23 +94,27 @@ final class SecurityPolicyEvaluationTests: XCTestCase {
         XCTAssertEqual(F.reason(policy.evaluate(trust)), .pinMismatch)
     }
 
+    /// Only the security level of the presented chain is checked (`levelOnly`): no anchor, no name.
+    private let levelOnly = ValidationRequest(anchors: .presentedChain, hostname: nil)
+
     func testAllowInvalidPinsThePresentedChainWithoutValidation() throws {
         let policy = try F.publicKeyPolicy([F.intermediateA.pin], allowInvalid: true)
-        XCTAssertEqual(policy.validations(for: F.host), [], "no validation requested")
-        XCTAssertEqual(policy.evaluate(F.trust([:])), .trusted, "the presented intermediate carries the pin")
+        XCTAssertEqual(policy.validations(for: F.host), [levelOnly], "no validation requested, only the level")
+        let levelPassed = F.trust([levelOnly: .success(F.presentedA)])
+        XCTAssertEqual(policy.evaluate(levelPassed), .trusted, "the presented intermediate carries the pin")
 
         let rootPinned = try F.publicKeyPolicy([F.rootA.pin], allowInvalid: true)
-        XCTAssertEqual(F.reason(rootPinned.evaluate(F.trust([:]))), .pinMismatch, "the root was not presented, and nothing built a chain to it")
+        XCTAssertEqual(F.reason(rootPinned.evaluate(levelPassed)), .pinMismatch, "the root was not presented, and nothing built a chain to it")
 
         let leafScope = try F.publicKeyPolicy([F.leafA.pin], scope: .leaf, allowInvalid: true)
-        XCTAssertEqual(leafScope.evaluate(F.trust([:])), .trusted)
+        XCTAssertEqual(leafScope.evaluate(levelPassed), .trusted)
         let leafScopeIntermediate = try F.publicKeyPolicy([F.intermediateA.pin], scope: .leaf, allowInvalid: true)
-        XCTAssertEqual(F.reason(leafScopeIntermediate.evaluate(F.trust([:]))), .pinMismatch)
+        XCTAssertEqual(F.reason(leafScopeIntermediate.evaluate(levelPassed)), .pinMismatch)
     }
 
     func testAllowInvalidIgnoresOutcomesItDidNotAskFor() throws {
         let policy = try F.publicKeyPolicy([F.leafA.pin], allowInvalid: true)
-        let trust = F.trust([F.defaultRequest: .failure(.untrusted("self-signed certificate"))])
+        let trust = F.trust([F.defaultRequest: .failure(.untrusted("self-signed certificate")), levelOnly: .success(F.presentedA)])
         XCTAssertEqual(policy.evaluate(trust), .trusted)
     }
 

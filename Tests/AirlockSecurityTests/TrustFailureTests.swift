@@ -30,6 +30,6 @@ final class TrustFailureTests: XCTestCase {
 
     func testReasonsAreStableLabels() {
         XCTAssertEqual(TrustFailureReason.allCases.map(\.rawValue),
-                       ["pin-mismatch", "untrusted-chain", "hostname-mismatch", "expired", "handshake-failed"])
+                       ["pin-mismatch", "untrusted-chain", "hostname-mismatch", "expired", "weak-certificate", "handshake-failed"])
     }
 }

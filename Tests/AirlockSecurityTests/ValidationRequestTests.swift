@@ -22,8 +22,11 @@ final class ValidationRequestTests: XCTestCase {
             try Fixtures.publicKeyPolicy(pins, validatesDomainName: false).validations(for: host),
             [ValidationRequest(anchors: .defaultTrust, hostname: nil)]
         )
-        XCTAssertEqual(try Fixtures.publicKeyPolicy(pins, allowInvalid: true).validations(for: host), [])
-        XCTAssertEqual(try Fixtures.publicKeyPolicy(pins, allowInvalid: true, validatesDomainName: false).validations(for: host), [])
+        // Without validation only the security level of the presented chain is checked (no name, no anchor).
+        let levelOnly = [ValidationRequest(anchors: .presentedChain, hostname: nil)]
+        XCTAssertEqual(try Fixtures.publicKeyPolicy(pins, allowInvalid: true).validations(for: host), levelOnly)
+        XCTAssertEqual(try Fixtures.publicKeyPolicy(pins, allowInvalid: true, validatesDomainName: false).validations(for: host),
+                       levelOnly)
     }
 
     func testCertificateValidatesAgainstDefaultTrustThenThePinnedAnchors() throws {

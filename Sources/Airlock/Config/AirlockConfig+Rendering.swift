@@ -43,6 +43,9 @@ extension AirlockConfig {
                 lines.append("      pin_scope: \(s.policy.pinScope.rawValue)")
                 lines.append("      allow_invalid_certificates: \(s.policy.allowInvalidCertificates)")
                 lines.append("      validates_domain_name: \(s.policy.validatesDomainName)")
+                if s.policy.minimumSecurityLevel != RouteSecurity.default.policy.minimumSecurityLevel {
+                    lines.append("      min_security_level: \(s.policy.minimumSecurityLevel)")
+                }
                 if let ca = s.caFiles.first, s.caFiles.count == 1 {
                     lines.append("      ca: \(Self.yamlScalar(ca))")
                 }

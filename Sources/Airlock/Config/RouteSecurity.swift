@@ -28,6 +28,7 @@ public struct RouteSecurity: Sendable, Equatable {
 extension ConfigReader {
     static let securityKeys = [
         "pinning", "pins", "certificates", "pin_scope", "allow_invalid_certificates", "validates_domain_name", "ca",
+        "min_security_level",
     ]
 
     /// Reads `security:` (at `path`), loading certificate files and deriving their pins.
@@ -59,6 +60,15 @@ extension ConfigReader {
         if let n = fields["validates_domain_name"] {
             guard let b = readBool(n, at: path + ".validates_domain_name") else { return nil }
             validatesDomain = b
+        }
+        var level = SecurityPolicy.defaultSecurityLevel
+        if let n = fields["min_security_level"], let text = scalar(n, at: path + ".min_security_level") {
+            // Range and the pinning rule are the policy's to check (below); here only the syntax.
+            guard let l = Int(text) else {
+                fail(path + ".min_security_level", "expected an OpenSSL security level (an integer from 0 to 5), got \"\(text)\"")
+                return nil
+            }
+            level = l
         }
         let pinTexts = stringList(fields["pins"], at: path + ".pins")
         var pins: [Pin] = []
@@ -102,7 +112,7 @@ extension ConfigReader {
         do throws(SecurityConfigError) {
             let policy = try SecurityPolicy(mode: mode, pins: pins, pinnedCertificates: certDER, certificatePins: certPins,
                                             pinScope: scope, allowInvalidCertificates: allowInvalid,
-                                            validatesDomainName: validatesDomain)
+                                            validatesDomainName: validatesDomain, minimumSecurityLevel: level)
             return RouteSecurity(policy: policy, caFiles: caFiles, certificatePaths: certPaths, pinTexts: pinTexts)
         } catch {
             fail("\(path).\(error.key)", error.message)

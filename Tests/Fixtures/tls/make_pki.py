@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generates a throwaway test PKI for Airlock's TLS integration tests.
 
-Usage: make_pki.py OUTDIR
+Usage: make_pki.py OUTDIR [--weak]
 
-EC P-256 keys, SHA-256 signatures. Everything is made fresh on every run; nothing here is
+EC P-256 keys, SHA-256 signatures (except the --weak set). Everything is made fresh on every run; nothing here is
 meant to be committed. Writes into OUTDIR (created if missing):
 
     root            CA, self-signed                          root.pem root.der root.key
@@ -15,6 +15,26 @@ meant to be committed. Writes into OUTDIR (created if missing):
     other-root      CA, self-signed, unrelated               other-root.pem .der .key
     other-leaf      localhost + 127.0.0.1, by other-root     other-leaf.pem .key, other-leaf-chain.pem
     selfsigned      localhost + 127.0.0.1, self-signed, not a CA   selfsigned.pem .key, selfsigned-chain.pem
+
+With --weak, also certificates that OpenSSL security level 2 refuses (and their controls), all
+for localhost + 127.0.0.1 under the same root:
+
+    rsa-intermediate  CA, RSA-2048, by root                       rsa-intermediate.pem .der .key
+    rsa-leaf          RSA-2048, SHA-256 by rsa-intermediate (good) rsa-leaf.pem .key, rsa-leaf-chain.pem
+    sha1-leaf         SHA-1 signature by rsa-intermediate          sha1-leaf.pem .key, sha1-leaf-chain.pem
+    md5-leaf          MD5 signature by rsa-intermediate            md5-leaf.pem .key, md5-leaf-chain.pem
+    rsa1024-leaf      RSA-1024 key, SHA-256 by intermediate        rsa1024-leaf.pem .key, -chain.pem
+    sha1-intermediate CA, SHA-1 signature (ecdsa-with-SHA1) by root
+    sha1-ca-leaf      SHA-256 by sha1-intermediate                 sha1-ca-leaf.pem .key, -chain.pem
+    rsa1024-intermediate  CA, RSA-1024 key, SHA-256 by root
+    rsa1024-ca-leaf   SHA-256 by rsa1024-intermediate              rsa1024-ca-leaf.pem .key, -chain.pem
+    sha1-selfsigned   self-signed with SHA-1, P-256, not a CA: a legacy host's certificate, weak only
+                      where its own signature counts (it never does for an anchor)
+
+`cryptography` refuses to sign with SHA-1 or MD5, so those three are signed by the `openssl` CLI
+(`openssl x509 -req -sha1|-md5`, `-signkey` for the self-signed one) from a CSR; the others by `cryptography`. --weak also writes
+dh1536.pem, DH parameters of the RFC 3526 1536-bit MODP group (below level 2's 2048 bits), for a
+legacy DHE-only origin (tls_origin.py --dhe-only).
 
 A "-chain.pem" file is what a server sends: the leaf, then its intermediate if it has one.
 Every certificate also gets a ".der" copy. Keys are PKCS#8 PEM, mode 600.
@@ -34,12 +54,14 @@ import hashlib
 import ipaddress
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 try:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 except ImportError as error:  # pragma: no cover - environment problem, reported plainly
     sys.stderr.write(f"make_pki: the Python package 'cryptography' is missing ({error}); "
@@ -77,9 +99,9 @@ def subject(common_name):
 
 
 def make(name, common_name, issuer, *, ca, sans=None, path_length=None,
-         not_before=None, not_after=None):
-    """Issues `name` from `issuer` (an Issued, or None for self-signed)."""
-    key = ec.generate_private_key(ec.SECP256R1())
+         not_before=None, not_after=None, key=None):
+    """Issues `name` from `issuer` (an Issued, or None for self-signed); `key` defaults to a new P-256 key."""
+    key = key or ec.generate_private_key(ec.SECP256R1())
     public = key.public_key()
     signer_key = issuer.key if issuer else key
     issuer_name = issuer.cert.subject if issuer else subject(common_name)
@@ -113,6 +135,70 @@ def make(name, common_name, issuer, *, ca, sans=None, path_length=None,
     return Issued(name, cert, key, issuer)
 
 
+def key_pem(key):
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def make_with_openssl(name, common_name, issuer, digest, *, ca, key=None):
+    """Issues `name` from `issuer` (None: self-signed) signed with `digest` ("sha1", "md5"), which
+    `cryptography` refuses: a CSR from `cryptography`, signed by `openssl x509 -req -<digest>` with the
+    usual extensions."""
+    key = key or ec.generate_private_key(ec.SECP256R1())
+    csr = (x509.CertificateSigningRequestBuilder().subject_name(subject(common_name))
+           .sign(key, hashes.SHA256()))
+    if ca:
+        extensions = ["basicConstraints=critical,CA:TRUE,pathlen:0", "keyUsage=critical,keyCertSign,cRLSign"]
+    else:
+        extensions = ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature",
+                      "extendedKeyUsage=serverAuth", "subjectAltName=DNS:localhost,IP:127.0.0.1"]
+    extensions += ["subjectKeyIdentifier=hash", "authorityKeyIdentifier=keyid"]
+    with tempfile.TemporaryDirectory(prefix="make_pki-") as work:
+        paths = {part: os.path.join(work, part) for part in ("csr", "ca.pem", "ca.key", "ext.cnf", "out.pem")}
+        write(paths["csr"], csr.public_bytes(serialization.Encoding.PEM))
+        write(paths["ca.key"], key_pem(issuer.key if issuer else key), private=True)
+        write(paths["ext.cnf"], ("\n".join(extensions) + "\n").encode())
+        if issuer:
+            write(paths["ca.pem"], pem(issuer.cert))
+            signer = ["-CA", paths["ca.pem"], "-CAkey", paths["ca.key"]]
+        else:
+            signer = ["-signkey", paths["ca.key"]]
+        command = [os.environ.get("OPENSSL", "openssl"), "x509", "-req", "-in", paths["csr"], *signer, f"-{digest}",
+                   "-days", "365" if ca else "30", "-set_serial", str(x509.random_serial_number()),
+                   "-extfile", paths["ext.cnf"], "-out", paths["out.pem"]]
+        result = subprocess.run(command, capture_output=True, timeout=30, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} exited {result.returncode}: "
+                               f"{result.stderr.decode(errors='replace')}")
+        with open(paths["out.pem"], "rb") as handle:
+            cert = x509.load_pem_x509_certificate(handle.read())
+    return Issued(name, cert, key, issuer)
+
+
+def weak_set(root, intermediate):
+    """The --weak certificates (see the module docstring), issuers first."""
+    rsa_intermediate = make("rsa-intermediate", "Airlock Test RSA Intermediate CA", root, ca=True,
+                            path_length=0, key=rsa.generate_private_key(65537, 2048))
+    sha1_intermediate = make_with_openssl("sha1-intermediate", "Airlock Test SHA-1 Intermediate CA", root,
+                                          "sha1", ca=True)
+    rsa1024_intermediate = make("rsa1024-intermediate", "Airlock Test RSA-1024 Intermediate CA", root, ca=True,
+                                path_length=0, key=rsa.generate_private_key(65537, 1024))
+    return [
+        rsa_intermediate,
+        make("rsa-leaf", "localhost", rsa_intermediate, ca=False, sans=LOCAL_NAMES,
+             key=rsa.generate_private_key(65537, 2048)),
+        make_with_openssl("sha1-leaf", "localhost", rsa_intermediate, "sha1", ca=False),
+        make_with_openssl("md5-leaf", "localhost", rsa_intermediate, "md5", ca=False),
+        make("rsa1024-leaf", "localhost", intermediate, ca=False, sans=LOCAL_NAMES,
+             key=rsa.generate_private_key(65537, 1024)),
+        sha1_intermediate,
+        make("sha1-ca-leaf", "localhost", sha1_intermediate, ca=False, sans=LOCAL_NAMES),
+        rsa1024_intermediate,
+        make("rsa1024-ca-leaf", "localhost", rsa1024_intermediate, ca=False, sans=LOCAL_NAMES),
+        make_with_openssl("sha1-selfsigned", "localhost", None, "sha1", ca=False),
+    ]
+
+
 def write(path, data, private=False):
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     fd = os.open(path, flags, 0o600 if private else 0o644)
@@ -125,10 +211,12 @@ def pem(cert):
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: make_pki.py OUTDIR\n")
+    weak = "--weak" in argv[1:]
+    rest = [a for a in argv[1:] if a != "--weak"]
+    if len(rest) != 1 or rest[0].startswith("-"):
+        sys.stderr.write("usage: make_pki.py OUTDIR [--weak]\n")
         return 2
-    out = os.path.abspath(argv[1])
+    out = os.path.abspath(rest[0])
     os.makedirs(out, exist_ok=True)
 
     root = make("root", "Airlock Test Root CA", None, ca=True, path_length=1)
@@ -146,6 +234,14 @@ def main(argv):
         make("other-leaf", "localhost", other_root, ca=False, sans=LOCAL_NAMES),
         make("selfsigned", "localhost", None, ca=False, sans=LOCAL_NAMES),
     ]
+    if weak:
+        everything += weak_set(root, intermediate)
+        command = [os.environ.get("OPENSSL", "openssl"), "genpkey", "-genparam", "-algorithm", "DH",
+                   "-pkeyopt", "group:modp_1536", "-out", os.path.join(out, "dh1536.pem")]
+        result = subprocess.run(command, capture_output=True, timeout=30, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} exited {result.returncode}: "
+                               f"{result.stderr.decode(errors='replace')}")
 
     manifest = {"directory": out, "certificates": {}}
     for item in everything:
@@ -154,9 +250,7 @@ def main(argv):
                  "issuer": item.issuer.name if item.issuer else None, "pin": spki_pin(item.cert)}
         write(os.path.join(out, entry["cert"]), pem(item.cert))
         write(os.path.join(out, entry["der"]), item.cert.public_bytes(serialization.Encoding.DER))
-        write(os.path.join(out, entry["key"]), item.key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
-            private=True)
+        write(os.path.join(out, entry["key"]), key_pem(item.key), private=True)
         is_ca = item.cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
         if not is_ca:
             # What a server sends: the leaf, then the intermediate (never the root).

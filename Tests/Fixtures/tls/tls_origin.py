@@ -3,9 +3,15 @@
 
 Usage: tls_origin.py --cert CHAIN.pem --key KEY.pem [--mode normal|truncate|close-delimited]
                      [--close-notify] [--port-file FILE] [--idle-timeout SECONDS]
+                     [--security-level N] [--dhe-only DHPARAMS.pem]
 
 Binds 127.0.0.1:0, then prints "PORT <n>" on stdout (flushed) and writes "<n>\\n" to --port-file.
 TLS 1.2 minimum, session tickets on (Python's default), one thread per connection.
+--security-level N sets OpenSSL's security level (cipher string "DEFAULT:@SECLEVEL=N") before the
+certificate loads: 0 lets it serve a chain that level 2 refuses (SHA-1/MD5 signatures, RSA-1024 keys).
+--dhe-only DHPARAMS.pem: TLS 1.2 only, DHE-RSA ciphers only, key exchange over these DH parameters (a
+legacy host; with a group under 2048 bits a level-2 client refuses the handshake: "dh key too small").
+Needs an RSA key, and --security-level 0 or 1 for such a group.
 
 Modes, per request:
   normal            keep-alive; answers every request with 200, Content-Type: text/plain,
@@ -151,6 +157,13 @@ class Origin:
         self.args = args
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if args.security_level is not None:
+            self.context.set_ciphers(f"DEFAULT:@SECLEVEL={args.security_level}")
+        if args.dhe_only:
+            self.context.maximum_version = ssl.TLSVersion.TLSv1_2
+            level = 2 if args.security_level is None else args.security_level
+            self.context.set_ciphers(f"DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:@SECLEVEL={level}")
+            self.context.load_dh_params(args.dhe_only)
         self.context.load_cert_chain(args.cert, args.key)
         self.context.sni_callback = self.remember_sni
         self.sni_lock = threading.Lock()
@@ -279,6 +292,10 @@ def main():
     parser.add_argument("--port-file", help="also write the port here (atomically)")
     parser.add_argument("--idle-timeout", type=float, default=30.0,
                         help="seconds a connection may stay silent before it is closed")
+    parser.add_argument("--security-level", type=int, choices=range(0, 6),
+                        help="OpenSSL security level for this server (to serve deliberately weak chains)")
+    parser.add_argument("--dhe-only", metavar="DHPARAMS",
+                        help="TLS 1.2 DHE-RSA only, over these PEM DH parameters (a legacy host)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
