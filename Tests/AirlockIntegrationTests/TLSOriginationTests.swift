@@ -294,6 +294,8 @@ final class TLSOriginationTests: XCTestCase {
 
         let viaCurl = try Curl.run(["http://127.0.0.1:\(a.port)/cd2"], timeout: 15)
         XCTAssertNotEqual(viaCurl.exitCode, 0, "curl took a truncated body as complete: \(viaCurl.stdoutString)")
+        // The fixture logs a request line on its own thread: curl may have finished first.
+        XCTAssertTrue(o.waitForRequests(2, timeout: 5))
         XCTAssertEqual(o.requestLines, ["GET /cd HTTP/1.1", "GET /cd2 HTTP/1.1"])
     }
 

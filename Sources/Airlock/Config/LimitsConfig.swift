@@ -25,7 +25,19 @@ public struct LimitsConfig: Sendable, Equatable {
     public var maxConnections: Int = 10000
     /// Whether the config named `max_connections` (a default that does not fit the
     /// descriptor limit adapts quietly; a value the user chose and that cannot be met warns).
-    public var maxConnectionsSetExplicitly = false
+    public var maxConnectionsSetExplicitly: Bool {
+        get { maxConnectionsSource.explicit }
+        set { maxConnectionsSource.explicit = newValue }
+    }
+    private var maxConnectionsSource = Provenance()
 
     public init() {}
+}
+
+/// Where a setting came from (the config file, or a default). Not part of a config's value:
+/// two configs with the same settings are equal however they were written, so a rendered
+/// and reloaded config (`check-config`, which spells out every default) equals the original.
+struct Provenance: Sendable, Equatable {
+    var explicit = false
+    static func == (_: Provenance, _: Provenance) -> Bool { true }
 }
