@@ -347,7 +347,13 @@ final class AirlockTestingSelfTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
     }
 
-    func testBuiltExecutablePointsIntoBuildDirectory() {
-        XCTAssertTrue(AirlockProcess.builtExecutable().hasSuffix("/airlock"))
+    /// The lookup returns its last candidate even when nothing exists there, so a suffix check could not fail:
+    /// the path must be an executable that answers `--version` as airlock.
+    func testBuiltExecutableIsTheBuiltAirlock() throws {
+        let path = AirlockProcess.builtExecutable()
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: path), "no executable at \(path)")
+        let r = try runProcess(path, ["--version"], timeout: 20)
+        XCTAssertEqual(r.exitCode, 0, "\(path) --version: \(r.stderr)")
+        XCTAssertTrue(r.stdoutString.hasPrefix("airlock "), "\(path) --version printed \(r.stdoutString.debugDescription)")
     }
 }
