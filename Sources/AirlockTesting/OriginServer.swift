@@ -262,6 +262,7 @@ final class OriginServer: @unchecked Sendable {
         var request = TestRequest(method: method, target: target, version: version, headers: head.headers,
                                   connectionIndex: connectionIndex,
                                   rawHead: String(decoding: rawHead, as: UTF8.self))
+        request.rawHeadBytes = rawHead
         let length: Int?
         if head.hasTransferEncoding {
             guard head.isChunked else {
