@@ -13,6 +13,7 @@ final class OriginServer: @unchecked Sendable {
     private var state = State.created
     private var accepted = 0
     private var recorded: [TestRequest] = []
+    private var peerCloses = 0
     private var errors: [String] = []
     private var liveThreads = 0
 
@@ -43,6 +44,21 @@ final class OriginServer: @unchecked Sendable {
     var acceptedConnections: Int { condition.withLock { accepted } }
     var requests: [TestRequest] { condition.withLock { recorded } }
     var protocolErrors: [String] { condition.withLock { errors } }
+    var connectionsClosedByPeer: Int { condition.withLock { peerCloses } }
+
+    func waitForPeerCloses(_ n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { peerCloses >= n }
+    }
+
+    /// The peer (Airlock) ended a connection: end of stream or a reset while the origin waited for a
+    /// request, or a failed write of its response. Not counted when `stop()` ended it.
+    private func notePeerClosed() {
+        condition.withLock {
+            guard state != .stopped else { return }
+            peerCloses += 1
+            condition.broadcast()
+        }
+    }
 
     func waitForRequests(_ n: Int, timeout: Double) -> Bool {
         waitUntil(timeout: timeout) { recorded.count >= n }
@@ -163,6 +179,7 @@ final class OriginServer: @unchecked Sendable {
             let request: TestRequest
             do {
                 guard let next = try readRequest(reader, connectionIndex: connectionIndex, answerExpect: true) else {
+                    notePeerClosed()
                     close(fd)
                     return
                 }
@@ -182,6 +199,7 @@ final class OriginServer: @unchecked Sendable {
             } catch {
                 if (error as? AirlockTestingError)?.kind != .stopped {
                     recordError("connection \(connectionIndex): writing response failed: \(error)")
+                    notePeerClosed()
                 }
                 close(fd)
                 return
@@ -228,6 +246,7 @@ final class OriginServer: @unchecked Sendable {
             while let request = try readRequest(reader, connectionIndex: connectionIndex, answerExpect: false) {
                 record(request)
             }
+            notePeerClosed()
         } catch {
             // Not HTTP (or stopped): keep reading and dropping bytes until the peer closes or stop().
             while (try? reader.fill()) == true { _ = reader.take(upTo: .max) }
