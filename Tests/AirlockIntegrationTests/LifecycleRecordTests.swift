@@ -53,8 +53,8 @@ final class LifecycleRecordTests: XCTestCase {
         XCTAssertNotEqual(adminPort, Int(a.port))
         // The port it names is the admin listener.
         let c = try RawClient(port: UInt16(adminPort))
-        defer { c.close() }
         XCTAssertEqual(try c.exchange("GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n").status, 200)
+        c.close()
 
         let listening = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.listening" }, all)
         XCTAssertEqual(listening["address"] as? String, "127.0.0.1")
