@@ -67,8 +67,8 @@ let package = Package(
 
         .testTarget(name: "AirlockWireTests", dependencies: ["AirlockWire"], swiftSettings: strict),
         .testTarget(name: "AirlockSerializationTests", dependencies: ["AirlockSerialization"], swiftSettings: strict),
-        .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity"], swiftSettings: strict),
-        .testTarget(name: "AirlockIOTests", dependencies: ["AirlockIO"], swiftSettings: strict),
+        .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity", "AirlockTesting"], swiftSettings: strict),
+        .testTarget(name: "AirlockIOTests", dependencies: ["AirlockIO", "AirlockTesting"], swiftSettings: strict),
         .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession"], swiftSettings: strict),
         .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockTesting"], swiftSettings: strict),
         .testTarget(

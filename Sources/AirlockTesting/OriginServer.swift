@@ -14,6 +14,7 @@ final class OriginServer: @unchecked Sendable {
     private var accepted = 0
     private var open = 0
     private var recorded: [TestRequest] = []
+    private var peerCloses = 0
     private var errors: [String] = []
     private var liveThreads = 0
 
@@ -45,6 +46,21 @@ final class OriginServer: @unchecked Sendable {
     var openConnections: Int { condition.withLock { open } }
     var requests: [TestRequest] { condition.withLock { recorded } }
     var protocolErrors: [String] { condition.withLock { errors } }
+    var connectionsClosedByPeer: Int { condition.withLock { peerCloses } }
+
+    func waitForPeerCloses(_ n: Int, timeout: Double) -> Bool {
+        waitUntil(timeout: timeout) { peerCloses >= n }
+    }
+
+    /// The peer (Airlock) ended a connection: end of stream or a reset while the origin waited for a
+    /// request, or a failed write of its response. Not counted when `stop()` ended it.
+    private func notePeerClosed() {
+        condition.withLock {
+            guard state != .stopped else { return }
+            peerCloses += 1
+            condition.broadcast()
+        }
+    }
 
     func waitForRequests(_ n: Int, timeout: Double) -> Bool {
         waitUntil(timeout: timeout) { recorded.count >= n }
@@ -182,6 +198,7 @@ final class OriginServer: @unchecked Sendable {
             let request: TestRequest
             do {
                 guard let next = try readRequest(reader, connectionIndex: connectionIndex, answerExpect: true) else {
+                    notePeerClosed()
                     close(fd)
                     return
                 }
@@ -201,6 +218,7 @@ final class OriginServer: @unchecked Sendable {
             } catch {
                 if (error as? AirlockTestingError)?.kind != .stopped {
                     recordError("connection \(connectionIndex): writing response failed: \(error)")
+                    notePeerClosed()
                 }
                 close(fd)
                 return
@@ -247,6 +265,7 @@ final class OriginServer: @unchecked Sendable {
             while let request = try readRequest(reader, connectionIndex: connectionIndex, answerExpect: false) {
                 record(request)
             }
+            notePeerClosed()
         } catch {
             // Not HTTP (or stopped): keep reading and dropping bytes until the peer closes or stop().
             while (try? reader.fill()) == true { _ = reader.take(upTo: .max) }
@@ -281,6 +300,7 @@ final class OriginServer: @unchecked Sendable {
         var request = TestRequest(method: method, target: target, version: version, headers: head.headers,
                                   connectionIndex: connectionIndex,
                                   rawHead: String(decoding: rawHead, as: UTF8.self))
+        request.rawHeadBytes = rawHead
         let length: Int?
         if head.hasTransferEncoding {
             guard head.isChunked else {

@@ -50,6 +50,15 @@ public final class TestOrigin: Sendable {
     /// Why a connection was dropped without a request being recorded (unparseable head, bad framing, ...).
     public var protocolErrors: [String] { server.protocolErrors }
 
+    /// Connections the peer ended (end of stream or reset while this origin waited for the next request, or
+    /// a response write that failed), not counting those `stop()` ended.
+    public var connectionsClosedByPeer: Int { server.connectionsClosedByPeer }
+
+    /// Waits until the peer has ended at least `n` connections. False if `timeout` seconds pass first.
+    public func waitForPeerCloses(_ n: Int, timeout: Double) -> Bool {
+        server.waitForPeerCloses(n, timeout: timeout)
+    }
+
     /// Waits until at least `n` requests have arrived. False if `timeout` seconds pass first.
     public func waitForRequests(_ n: Int, timeout: Double) -> Bool {
         server.waitForRequests(n, timeout: timeout)

@@ -14,6 +14,8 @@ public struct TestRequest: Sendable {
     public var connectionIndex: Int
     /// The head exactly as received: request line, fields and the blank line.
     public var rawHead: String
+    /// `rawHead` as bytes (no UTF-8 decoding), for byte-exact checks such as `RFC9112.requestHeadViolations`.
+    public var rawHeadBytes: [UInt8] = []
 
     public init(method: String, target: String, version: String = "HTTP/1.1",
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [], wasChunked: Bool = false,

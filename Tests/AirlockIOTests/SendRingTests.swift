@@ -1,4 +1,5 @@
 @testable import AirlockIO
+import AirlockTesting
 import Glibc
 import XCTest
 
@@ -20,7 +21,7 @@ final class SendRingTests: XCTestCase {
     private func loop(batching: Bool) throws -> EventLoop {
         let loop = EventLoop(name: "test", batchSends: batching)
         if batching {
-            try XCTSkipUnless(loop.batchesSends, "io_uring unavailable here: \(loop.sendBatching)")
+            try Requirement.check(loop.batchesSends, "io_uring unavailable here: \(loop.sendBatching)")
         } else {
             XCTAssertFalse(loop.batchesSends)
             XCTAssertEqual(loop.sendBatching, "send per stream (io_uring: off)")

@@ -347,7 +347,44 @@ final class AirlockTestingSelfTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
     }
 
-    func testBuiltExecutablePointsIntoBuildDirectory() {
-        XCTAssertTrue(AirlockProcess.builtExecutable().hasSuffix("/airlock"))
+    /// The lookup returns its last candidate even when nothing exists there, so a suffix check could not fail:
+    /// the path must be an executable that answers `--version` as airlock.
+    func testBuiltExecutableIsTheBuiltAirlock() throws {
+        let path = AirlockProcess.builtExecutable()
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: path), "no executable at \(path)")
+        let r = try runProcess(path, ["--version"], timeout: 20)
+        XCTAssertEqual(r.exitCode, 0, "\(path) --version: \(r.stderr)")
+        XCTAssertTrue(r.stdoutString.hasPrefix("airlock "), "\(path) --version printed \(r.stdoutString.debugDescription)")
+    }
+
+    /// The RFC 9112 judge of what reached an origin: silent on a well-formed head, and names each break.
+    func testRFC9112RequestHeadViolations() {
+        func violations(_ head: String) -> [String] { RFC9112.requestHeadViolations(Array(head.utf8)) }
+        XCTAssertEqual(violations("GET /a?b=c HTTP/1.1\r\nHost: x\r\nX-A:  v \t\r\nContent-Length: 5\r\n\r\n"), [])
+        XCTAssertEqual(violations("POST / HTTP/1.1\r\nhost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), [])
+        let bad: [(String, String)] = [
+            ("GET / HTTP/1.1\r\nHost: x\r\n", "does not end with CRLF CRLF"),
+            ("GET / HTTP/1.1\nHost: x\r\n\r\n", "bare LF"),
+            ("GET / HTTP/1.1\r\nHost: x\rY: z\r\n\r\n", "bare CR"),
+            ("GET  / HTTP/1.1\r\nHost: x\r\n\r\n", "request line"),
+            ("G(T / HTTP/1.1\r\nHost: x\r\n\r\n", "method"),
+            ("GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n", "origin-form"),
+            ("GET /\u{7F} HTTP/1.1\r\nHost: x\r\n\r\n", "outside VCHAR"),
+            ("GET / HTTP/1.0\r\nHost: x\r\n\r\n", "HTTP/1.1"),
+            ("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", "obs-fold"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n", "without a colon"),
+            ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", "not a token"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nA: b\u{0}c\r\n\r\n", "control byte"),
+            ("GET / HTTP/1.1\r\nA: b\r\n\r\n", "0 Host fields"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", "2 Host fields"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n", "1*DIGIT"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", "2 Content-Length"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", "both"),
+            ("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "does not end in chunked"),
+        ]
+        for (head, expected) in bad {
+            let found = violations(head)
+            XCTAssertTrue(found.contains { $0.contains(expected) }, "\(head.debugDescription): \(found), expected \(expected)")
+        }
     }
 }

@@ -145,7 +145,11 @@ class ForwardProxyTests: XCTestCase {
         // One curl, three URLs: one client connection, and Airlock reuses one upstream connection.
         let r = try Curl.run(["-x", proxy, "\(base)/a", "\(base)/b", "\(base)/c", "-w", "%{num_connects}\\n"])
         XCTAssertEqual(r.exitCode, 0, r.stderr)
-        XCTAssertEqual(r.stdoutString.components(separatedBy: "hello from origin").count - 1, 3)
+        // Each body is followed by curl's count of new connections for that transfer: the first
+        // opens the one client connection to Airlock, the next two reuse it.
+        let connects = r.stdoutString.components(separatedBy: "hello from origin").dropFirst()
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        XCTAssertEqual(connects, ["1", "0", "0"], "curl's num_connects per transfer: \(r.stdoutString)")
         XCTAssertEqual(origin.requests.count, 3)
         XCTAssertEqual(origin.acceptedConnections, 1, "upstream connection must be pooled and reused")
         // A second client: still the same pooled upstream connection, unless it landed on
@@ -199,7 +203,16 @@ class ForwardProxyTests: XCTestCase {
     func testRequestToItselfIsALoop() throws {
         let r = try Curl.run(["-x", proxy, "http://127.0.0.1:\(airlock.port)/", "-w", "\\n%{http_code}"])
         XCTAssertTrue(r.stdoutString.hasSuffix("508"), r.stdoutString)
-        XCTAssertEqual(Fixture.json(Array(r.stdout.dropLast(4)))["error"] as? String, "loop-detected")
+        let body = Fixture.json(Array(r.stdout.dropLast(4)))
+        XCTAssertEqual(body["error"] as? String, "loop-detected")
+        // Refused by this hop before connecting, not a 508 from an inner hop (Airlock connected to
+        // itself, which saw its own Via) relayed back.
+        XCTAssertTrue((body["message"] as? String ?? "").contains("own listener"), r.stdoutString)
+        XCTAssertNotNil(airlock.waitForLog(timeout: 5) { $0["event"] as? String == "request.error" })
+        let errors = airlock.logRecords().filter { $0["event"] as? String == "request.error" }
+        XCTAssertEqual(errors.count, 1, "one refusal: \(errors)")
+        XCTAssertEqual(errors.first?["error"] as? String, "loop-detected", "\(errors)")
+        XCTAssertTrue((errors.first?["message"] as? String ?? "").contains("own listener"), "\(errors)")
     }
 
     func testOwnViaTokenIsALoop() throws {

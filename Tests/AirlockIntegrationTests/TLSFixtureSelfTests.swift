@@ -10,7 +10,7 @@ final class TLSFixtureSelfTests: XCTestCase {
     private var pki: TLSTestPKI!
 
     override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.openssl) else { throw XCTSkip("no openssl CLI") }
+        try Requirement.tool(Self.openssl)
         pki = try TLSTestPKI.generate()
     }
 

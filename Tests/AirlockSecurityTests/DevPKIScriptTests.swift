@@ -1,4 +1,5 @@
 import AirlockSecurity
+import AirlockTesting
 import Foundation
 import XCTest
 
@@ -35,7 +36,7 @@ final class DevPKIScriptTests: XCTestCase {
     }
 
     func testGeneratesBothChainsAndPrintsParseablePins() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else { throw XCTSkip("no openssl CLI") }
+        try Requirement.tool("/usr/bin/openssl")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("airlock-pki-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
 

@@ -53,6 +53,7 @@ final class FieldSectionFastPathTests: XCTestCase {
             Array("(".utf8), Array("12345678901234567".utf8), Array("é".utf8), Array(" :".utf8),
         ]
         var agreed = 0
+        var disagreed = 0   // the first few are reported one by one
         var valid = 0
         for _ in 0..<20_000 {
             var block: [UInt8] = []
@@ -77,11 +78,15 @@ final class FieldSectionFastPathTests: XCTestCase {
                     return .error(error.code)
                 }
             }
-            XCTAssertEqual(got, expected, "for \(block)")
+            if got == expected {
+                agreed += 1
+            } else {
+                disagreed += 1
+                if disagreed <= 10 { XCTFail("for \(block): fast path \(got), line rules \(expected)") }
+            }
             if case .fields = expected { valid += 1 }
-            agreed += 1
         }
-        XCTAssertEqual(agreed, 20_000)
+        XCTAssertEqual(agreed, 20_000, "cases where the fast path and the line rules disagree")
         // Both outcomes must be well represented, or the test proves little.
         XCTAssertGreaterThan(valid, 2_000)
         XCTAssertLessThan(valid, 18_000)
