@@ -236,6 +236,7 @@ def run_build_stage(scratch, config):
     root = os.path.join(scratch, "root")
     os.makedirs(context)
     os.makedirs(root)
+    os.makedirs(os.path.join(scratch, "tmp"))
     admitted = copy_context(context)
     top = sorted({rel.split("/")[0] for rel in admitted})
     log(f"context: {len(admitted)} files admitted by {os.path.relpath(IGNOREFILE, ROOT)}: {' '.join(top)}")
@@ -279,7 +280,8 @@ def run_build_stage(scratch, config):
                 continue
             command = rest if config == "release" else rest.replace("-c release", f"-c {config}")
             log(f"RUN {command}")
-            env = dict(os.environ, **variables)
+            # SwiftPM leaves lock files in TMPDIR named after the package path: keep them in the scratch dir.
+            env = dict(os.environ, **variables, TMPDIR=os.path.join(scratch, "tmp"))
             r = subprocess.run(["sh", "-c", command], cwd=workdir, env=env)
             if r.returncode != 0:
                 fail(f"the build stage's RUN failed (exit {r.returncode}) in a context of exactly what "
