@@ -84,7 +84,7 @@ test: setup
 # The container image's build stage, run here on exactly what docker/Dockerfile.dockerignore
 # admits, with the Dockerfile's own RUN lines (a release build in a scratch directory, ~1-3 min).
 check-build-context: setup
-	python3 docker/check-build-context.py
+	python3 docker/check-build-context.py --self-test
 
 # Opt-in, root: debootstrap + chroot stand in for the runtime image (no container engine);
 # BINARY=path skips the build stage and uses a binary built by it.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reproduce the container image's build stage without a container engine.
 
-    python3 docker/check-build-context.py [--config release|debug] [--out DIR] [--keep]
+    python3 docker/check-build-context.py [--config release|debug] [--out DIR] [--keep] [--self-test]
     python3 docker/check-build-context.py --print-stage NAME|INDEX     (for docker/container-check.sh)
 
 1. The build context: copies into a scratch directory (mktemp) exactly the files that
@@ -93,8 +93,10 @@ def read_ignore(path):
     rules = []
     with open(path, encoding="utf-8") as f:
         for raw in f:
+            if raw.startswith("#"):  # a comment only in the first column, as in moby's ignorefile
+                continue
             line = raw.strip()
-            if not line or line.startswith("#"):
+            if not line:
                 continue
             exception = line.startswith("!")
             if exception:
@@ -128,12 +130,12 @@ def may_admit_below(rules, rel_dir):
     return False
 
 
-def copy_context(dest):
-    """Copies what the dockerignore admits from ROOT to dest; returns the admitted file list."""
-    rules = read_ignore(IGNOREFILE)
+def copy_context(dest, root=ROOT, ignorefile=IGNOREFILE):
+    """Copies what the dockerignore admits from root to dest; returns the admitted file list."""
+    rules = read_ignore(ignorefile)
     admitted = []
-    for dirpath, dirnames, filenames in os.walk(ROOT):
-        rel_dir = os.path.relpath(dirpath, ROOT)
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir
         keep = []
         for d in sorted(dirnames):
@@ -149,9 +151,43 @@ def copy_context(dest):
                 continue
             target = os.path.join(dest, rel)
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, rel), target, follow_symlinks=False)
+            shutil.copy2(os.path.join(root, rel), target, follow_symlinks=False)
             admitted.append(rel)
     return admitted
+
+
+# Docker's documented .dockerignore behaviour, checked on a scratch tree before the build
+# (`--self-test`), so a matcher that admits too much or too little cannot pass unnoticed.
+SELF_TEST_TREE = ["Package.swift", "README.md", "docs/x.md", "Sources/A/a.swift", "Sources/A/a.tmp",
+                  "Tests/T/t.swift", ".build/debug/bin", ".build/other", ".git/HEAD"]
+SELF_TEST_CASES = [
+    ("*\n!Package.swift\n!Sources/\n", {"Package.swift", "Sources/A/a.swift", "Sources/A/a.tmp"}),
+    ("*\n!Sources/\nSources/**/*.tmp\n", {"Sources/A/a.swift"}),
+    ("**/*.md\n", set(SELF_TEST_TREE) - {"README.md", "docs/x.md"}),
+    ("*.md\n", set(SELF_TEST_TREE) - {"README.md"}),
+    (".build\n!.build/debug/bin\n", set(SELF_TEST_TREE) - {".build/other"}),
+    ("Sources/?/a.swift\n.gi[s-u]\n", set(SELF_TEST_TREE) - {"Sources/A/a.swift", ".git/HEAD"}),
+    ("# a comment\n\n/Tests\n  README.md  \n", set(SELF_TEST_TREE) - {"Tests/T/t.swift", "README.md"}),
+]
+
+
+def self_test():
+    with tempfile.TemporaryDirectory(prefix="airlock-dockerignore-test.") as scratch:
+        tree = os.path.join(scratch, "tree")
+        for rel in SELF_TEST_TREE:
+            os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
+            with open(os.path.join(tree, rel), "w") as f:
+                f.write(rel)
+        for index, (ignore, expected) in enumerate(SELF_TEST_CASES):
+            ignorefile = os.path.join(scratch, f"ignore{index}")
+            with open(ignorefile, "w") as f:
+                f.write(ignore)
+            dest = os.path.join(scratch, f"context{index}")
+            admitted = set(copy_context(dest, root=tree, ignorefile=ignorefile))
+            copied = {os.path.relpath(os.path.join(d, n), dest) for d, _, names in os.walk(dest) for n in names}
+            if admitted != expected or copied != expected:
+                fail(f"self-test: dockerignore {ignore!r} admitted {sorted(copied)}, expected {sorted(expected)}")
+    log(f"self-test: {len(SELF_TEST_CASES)} dockerignore cases match Docker's rules")
 
 
 # ---- Dockerfile ----
@@ -307,6 +343,8 @@ def main():
     parser.add_argument("--config", choices=["debug", "release"], default="release")
     parser.add_argument("--out", help="copy the runtime stage's COPY --from=build file into this directory")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the dockerignore matcher on a scratch tree first (make test does)")
     parser.add_argument("--print-stage", metavar="NAME|INDEX",
                         help="print a stage's instructions, one 'KEYWORD<tab>arguments' line each, and exit")
     args = parser.parse_args()
@@ -316,6 +354,8 @@ def main():
             print(f"{keyword}\t{rest}")
         return
 
+    if args.self_test:
+        self_test()
     scratch = tempfile.mkdtemp(prefix="airlock-build-context.")
     try:
         root = run_build_stage(scratch, args.config)
