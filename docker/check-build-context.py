@@ -226,6 +226,19 @@ def stages(path):
     return out
 
 
+def global_args(path):
+    """The defaults of the ARG lines before the first FROM (they may be used in FROM lines)."""
+    variables = {}
+    for keyword, rest in instructions(path):
+        if keyword == "FROM":
+            break
+        if keyword == "ARG":
+            for assignment in shlex.split(rest):
+                key, _, value = assignment.partition("=")
+                variables[key] = value
+    return variables
+
+
 def stage(path, which):
     all_stages = stages(path)
     for index, (name, body) in enumerate(all_stages):
@@ -279,14 +292,16 @@ def run_build_stage(scratch, config):
 
     workdir = root
     variables = {}
+    globals_ = global_args(DOCKERFILE)
     for keyword, rest in stage(DOCKERFILE, "build"):
-        rest = expand(rest, variables)
+        rest = expand(rest, globals_ if keyword == "FROM" else variables)
         if keyword == "FROM":
             log(f"FROM {rest} (this machine stands in for the build image)")
         elif keyword in ("ARG", "ENV"):
             for assignment in shlex.split(rest):
-                key, _, value = assignment.partition("=")
-                variables[key] = value
+                key, eq, value = assignment.partition("=")
+                # `ARG NAME` in a stage takes the global default, as Docker does.
+                variables[key] = value if eq or keyword == "ENV" else globals_.get(key, "")
         elif keyword == "WORKDIR":
             workdir = os.path.join(root, rest.lstrip("/")) if rest.startswith("/") else os.path.join(workdir, rest)
             os.makedirs(workdir, exist_ok=True)

@@ -119,6 +119,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
       rm -f "$rootfs/etc/apt/sources.list"
       cp -L /etc/resolv.conf "$rootfs/etc/resolv.conf"
+      # /dev without its submounts: apt's "Can not write log (Is /dev/pts mounted?)" is harmless.
       mount -t proc proc "$rootfs/proc"
       mount --bind /dev "$rootfs/dev"
       ;;
