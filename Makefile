@@ -1,8 +1,9 @@
 # Airlock: build, run, test and benchmark.
 #   make run     ARGS='--config x.yaml'   release build, then `airlock run ARGS`
-#   make test                             swift build + swift test (serial)
+#   make test                             swift build + swift test (serial) + the container build-context check
 #   make bench   [DURATION=.. REPS=.. PATHS=..]   loopback benchmark vs nginx/haproxy
 #   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire, each target in turn (not in `make test`)
+#   make container-check [BINARY=..]      the container image without a container engine (root; not in `make test`)
 # `make setup` (a prerequisite of run/test/bench) installs the Debian packages the
 # build needs when they are missing (as root), or prints the command to run.
 
@@ -13,20 +14,23 @@ SHELL := bash
 SWIFT   ?= swift
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 ARGS    ?=
+BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
-APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config curl openssl python3 python3-cryptography
+APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography
 RELEASE_BIN := .build/release/airlock
 DEBUG_BIN   := .build/debug/airlock
 
-.PHONY: help setup check-swift build release run test fuzz bench bench-setup check-config require-file clean
+.PHONY: help setup check-swift build release run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
 
 help:
 	@echo "make setup                      install missing apt packages: $(APT_PKGS)"
 	@echo "make build | release            swift build (debug) | swift build -c release"
 	@echo "make run [ARGS='--config F']    release build, then $(RELEASE_BIN) run ARGS"
-	@echo "make test                       swift build, then swift test (serial)"
+	@echo "make test                       swift build, swift test (serial), then check-build-context"
+	@echo "make check-build-context        build docker/Dockerfile's build stage from what its dockerignore admits"
+	@echo "make container-check [BINARY=F] the image's runtime stage via debootstrap + chroot, checked (root)"
 	@echo "make fuzz [FUZZ_SECONDS=60]     libFuzzer targets $(FUZZ_TARGETS), one at a time (fuzz/run.sh)"
 	@echo "make bench [DURATION= REPS= PATHS=]   benchmark (needs root; SHARED=$(SHARED))"
 	@echo "make check-config FILE=F        validate a config file"
@@ -75,6 +79,23 @@ run: setup release
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel --disable-swift-testing
+	$(MAKE) --no-print-directory check-build-context
+
+# The container image's build stage, run here on exactly what docker/Dockerfile.dockerignore
+# admits, with the Dockerfile's own RUN lines (a release build in a scratch directory, ~1-3 min).
+check-build-context: setup
+	python3 docker/check-build-context.py --self-test
+
+# Opt-in, root: debootstrap + chroot stand in for the runtime image (no container engine);
+# BINARY=path skips the build stage and uses a binary built by it.
+container-check: setup
+	@command -v debootstrap >/dev/null 2>&1 || { \
+	  [ "$$(id -u)" -eq 0 ] || { echo "error: make container-check needs root: sudo make container-check" >&2; exit 1; }; \
+	  echo "container-check: installing debootstrap"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq; \
+	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap; }
+	BINARY="$(BINARY)" bash docker/container-check.sh
 
 # One fuzzer process at a time, each bounded by FUZZ_SECONDS; every target runs even after a
 # finding, and the make fails at the end if any had one (fuzz/run.sh prints the saved input).
