@@ -16,16 +16,10 @@ final class DescriptorBudgetTests: XCTestCase {
         if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
     }
 
-    /// `airlock` started the way a user limits it: `ulimit -n N` in the shell, then exec.
     private func startLimited(nofile: Int, yaml: String) throws -> AirlockProcess {
         let dir = NSTemporaryDirectory() + "airlock-ulimit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         scratch = dir
-        let wrapper = dir + "/airlock-ulimit"
-        let script = "#!/bin/sh\nulimit -n \(nofile) || exit 97\nexec '\(AirlockProcess.builtExecutable())' \"$@\"\n"
-        try Data(script.utf8).write(to: URL(fileURLWithPath: wrapper))
-        chmod(wrapper, 0o755)
-        let a = try AirlockProcess(executable: wrapper, configYAML: yaml)
+        let a = try Fixture.startWithDescriptorLimit(nofile, yaml: yaml, directory: dir)
         airlock = a
         return a
     }
@@ -139,12 +133,8 @@ final class DescriptorBudgetTests: XCTestCase {
             let r = try c1.exchange("GET \(origins[i].url("/warm")) HTTP/1.1\r\nHost: 127.0.0.1:\(origins[i].port)\r\n\r\n")
             XCTAssertEqual(r.status, 200)
         }
-        // Three idle pooled connections now. The soft limit becomes the lowest free descriptor
-        // number: the next socket or accept fails with EMFILE until one is closed.
-        let inUse = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(a.pid)/fd").compactMap { Int($0) })
-        let lowestFree = (0...).first { !inUse.contains($0) }!
-        let lowered = try runProcess("/usr/bin/prlimit", ["--pid", "\(a.pid)", "--nofile=\(lowestFree):256"], timeout: 10)
-        XCTAssertEqual(lowered.exitCode, 0, lowered.stderr)
+        // Three idle pooled connections now, and no descriptor free beyond them.
+        try Fixture.exhaustDescriptors(of: a.pid, hard: 256)
 
         let r4 = try c1.exchange("GET \(origins[3].url("/new")) HTTP/1.1\r\nHost: 127.0.0.1:\(origins[3].port)\r\n\r\n")
         XCTAssertEqual(r4.status, 200, String(decoding: r4.body, as: UTF8.self))

@@ -332,29 +332,14 @@ final class HostileInputTests: XCTestCase {
         let origin = try TestOrigin(.respond { _ in .ok("ok") })
         defer { origin.stop() }
         let directory = NSTemporaryDirectory() + "airlock-nofile-\(getpid())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let wrapper = directory + "/airlock-nofile-64"
-        try Data("#!/bin/sh\nulimit -n 64\nexec '\(AirlockProcess.builtExecutable())' \"$@\"\n".utf8)
-            .write(to: URL(fileURLWithPath: wrapper))
-        XCTAssertEqual(chmod(wrapper, 0o755), 0)
-        let airlock = try AirlockProcess(executable: wrapper, configYAML: """
-            listen: 127.0.0.1:0
-            workers: 1
-            \(Fixture.limitsYAML([:]))
-            routes:
-              - name: api
-                match: { host: "*" }
-                upstream: http://127.0.0.1:\(origin.port)
-            """)
+        let airlock = try Fixture.startWithDescriptorLimit(64, yaml: Fixture.gatewayConfig(upstreamPort: origin.port, workers: 1),
+                                                           directory: directory)
         defer { airlock.stop() }
         let warning = airlock.waitForLog(timeout: 2) { $0["event"] as? String == "airlock.fd-limit" }
         XCTAssertEqual(warning?["key"] as? String, "limits.max_connections", "\(String(describing: warning))")
         // The soft limit becomes the lowest free descriptor number: every accept fails.
-        let inUse = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(airlock.pid)/fd").compactMap { Int($0) })
-        let lowestFree = (0...).first { !inUse.contains($0) }!
-        let lowered = try runProcess("/usr/bin/prlimit", ["--pid", "\(airlock.pid)", "--nofile=\(lowestFree):64"], timeout: 10)
-        XCTAssertEqual(lowered.exitCode, 0, lowered.stderr)
+        try Fixture.exhaustDescriptors(of: airlock.pid, hard: 64)
         // More connections than descriptors: the kernel completes them, Airlock cannot take them.
         var clients: [RawClient] = []
         for _ in 0..<100 { clients.append(try RawClient(port: airlock.port)) }
@@ -369,8 +354,7 @@ final class HostileInputTests: XCTestCase {
                              "the records count the failed accepts they stand for")
         for c in clients { c.close() }
         clients = []
-        let raised = try runProcess("/usr/bin/prlimit", ["--pid", "\(airlock.pid)", "--nofile=64:64"], timeout: 10)
-        XCTAssertEqual(raised.exitCode, 0, raised.stderr)
+        try Fixture.restoreDescriptorLimit(of: airlock.pid, to: 64)
         // Descriptors free again: a new client is served (within a few retry delays).
         var status = 0
         for _ in 0..<20 where status != 200 {

@@ -11,10 +11,10 @@ enum Fixture {
         return "limits:\n" + l.sorted { $0.key < $1.key }.map { "  \($0.key): \($0.value)" }.joined(separator: "\n")
     }
 
-    static func gatewayConfig(upstreamPort: UInt16, limits: [String: String] = [:]) -> String {
+    static func gatewayConfig(upstreamPort: UInt16, limits: [String: String] = [:], workers: Int = 2) -> String {
         """
         listen: 127.0.0.1:0
-        workers: 2
+        workers: \(workers)
         \(limitsYAML(limits))
         routes:
           - name: api
@@ -38,6 +38,35 @@ enum Fixture {
 
     static func start(_ yaml: String, file: StaticString = #filePath, line: UInt = #line) throws -> AirlockProcess {
         try AirlockProcess(executable: AirlockProcess.builtExecutable(), configYAML: yaml)
+    }
+
+    /// Starts `airlock` the way a user limits it: `ulimit -n N` in a shell, then exec. The
+    /// wrapper script lives in `directory`, which the caller removes.
+    static func startWithDescriptorLimit(_ nofile: Int, yaml: String, directory: String) throws -> AirlockProcess {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let wrapper = directory + "/airlock-nofile-\(nofile)"
+        let script = "#!/bin/sh\nulimit -n \(nofile) || exit 97\nexec '\(AirlockProcess.builtExecutable())' \"$@\"\n"
+        try Data(script.utf8).write(to: URL(fileURLWithPath: wrapper))
+        guard chmod(wrapper, 0o755) == 0 else { throw AirlockTestingError(.system(errno: errno), "chmod \(wrapper)") }
+        return try AirlockProcess(executable: wrapper, configYAML: yaml)
+    }
+
+    /// Lowers the running process's soft descriptor limit to its lowest free descriptor
+    /// number (hard limit `hard`): its next socket or accept fails with EMFILE until it closes
+    /// one. `restoreDescriptorLimit` gives them back.
+    static func exhaustDescriptors(of pid: Int32, hard: Int) throws {
+        let inUse = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap { Int($0) })
+        let lowestFree = (0...).first { !inUse.contains($0) }!
+        try prlimit(pid, soft: lowestFree, hard: hard)
+    }
+
+    static func restoreDescriptorLimit(of pid: Int32, to limit: Int) throws {
+        try prlimit(pid, soft: limit, hard: limit)
+    }
+
+    private static func prlimit(_ pid: Int32, soft: Int, hard: Int) throws {
+        let r = try runProcess("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(soft):\(hard)"], timeout: 10)
+        guard r.exitCode == 0 else { throw AirlockTestingError(.process, "prlimit: \(r.stderr)") }
     }
 
     static func json(_ bytes: [UInt8]) -> [String: Any] {

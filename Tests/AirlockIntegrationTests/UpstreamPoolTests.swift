@@ -17,15 +17,8 @@ final class UpstreamPoolTests: XCTestCase {
         let clients = 2000, workers = 2, maxIdle = 8
         let o = try TestOrigin(.respond { r in .ok("hello \(r.target)") })
         origin = o
-        let a = try Fixture.start("""
-        listen: 127.0.0.1:0
-        workers: \(workers)
-        \(Fixture.limitsYAML(["max_idle_per_upstream": "\(maxIdle)", "upstream_timeout": "20s"]))
-        routes:
-          - name: api
-            match: { host: "*" }
-            upstream: http://127.0.0.1:\(o.port)
-        """)
+        let a = try Fixture.start(Fixture.gatewayConfig(
+            upstreamPort: o.port, limits: ["max_idle_per_upstream": "\(maxIdle)", "upstream_timeout": "20s"], workers: workers))
         airlock = a
 
         var open: [RawClient] = []
@@ -75,15 +68,7 @@ final class UpstreamPoolTests: XCTestCase {
             return .ok("x")
         })
         origin = o
-        let a = try Fixture.start("""
-        listen: 127.0.0.1:0
-        workers: 1
-        \(Fixture.limitsYAML([:]))
-        routes:
-          - name: api
-            match: { host: "*" }
-            upstream: http://127.0.0.1:\(o.port)
-        """)
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1))
         airlock = a
         let ca = try RawClient(port: a.port), cb = try RawClient(port: a.port)
         defer { ca.close(); cb.close() }
