@@ -125,7 +125,7 @@ extension ClientConnection: UpstreamOwner {
     private func attach(_ u: UpstreamConnection, to ex: Exchange) {
         ex.upstream = u
         ex.lastUpstreamAddress = u.address
-        u.activate(owner: self, timeout: limits.upstreamTimeout)
+        u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts)
         u.stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
     }
 

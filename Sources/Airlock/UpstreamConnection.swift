@@ -72,19 +72,19 @@ final class UpstreamConnection: StreamDelegate {
 
 
     /// Bind to an exchange (fresh or from the pool).
-    func activate(owner: any UpstreamOwner, timeout: Duration) {
+    func activate(owner: any UpstreamOwner, timeouts: StreamTimeouts) {
         self.owner = owner
         state = .active
         exchanges += 1
-        stream.setTimeouts(read: timeout, write: timeout)
+        stream.setTimeouts(timeouts)
         stream.setReading(true)
     }
 
-    func becomeIdle(timeout: Duration) {
+    func becomeIdle(timeouts: StreamTimeouts) {
         owner = nil
         state = .idle
         stream.setWriteLowWatermark(0)
-        stream.setTimeouts(read: timeout, write: nil)
+        stream.setTimeouts(timeouts)
         stream.setReading(true)
     }
 

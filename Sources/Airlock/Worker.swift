@@ -50,6 +50,10 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     }
 
     var logger: Logger { context.logger }
+    /// An upstream connection's timeouts while it serves an exchange (upstream_timeout both
+    /// ways) and while it is parked (idle_timeout, reading only), looked up once.
+    private(set) lazy var upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
+    private(set) lazy var upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
     /// Whether access records are written (level info or lower), read once: every exchange
     /// asks, and asking the Logger copies its handler.
     let logsAccess: Bool
@@ -106,7 +110,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
 
     func park(_ u: UpstreamConnection) {
         guard !draining else { u.close(); return }
-        u.becomeIdle(timeout: limits.idleTimeout)
+        u.becomeIdle(timeouts: upstreamIdleTimeouts)
         if let evicted = pool.checkin(u, key: u.key) { evicted.close() }
     }
 

@@ -40,6 +40,11 @@ public final class EventLoop: @unchecked Sendable {
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
     /// idle timeout).
+    /// A read and a write timeout with their common-timeout timevals, looked up once.
+    public func timeouts(read: Duration?, write: Duration?) -> StreamTimeouts {
+        StreamTimeouts(read: read, write: write, readTV: read.map(commonTimeout), writeTV: write.map(commonTimeout))
+    }
+
     func commonTimeout(_ d: Duration) -> timeval {
         if let tv = commonTimeouts[d] { return tv }
         var tv = d.timeval
@@ -227,4 +232,12 @@ final class Mutex: @unchecked Sendable {
         defer { pthread_mutex_unlock(&m) }
         return try body()
     }
+}
+
+/// A stream's read and write timeouts, ready for libevent (see `EventLoop.timeouts`).
+public struct StreamTimeouts: @unchecked Sendable {
+    let read: Duration?
+    let write: Duration?
+    let readTV: timeval?
+    let writeTV: timeval?
 }

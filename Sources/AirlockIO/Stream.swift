@@ -76,8 +76,9 @@ public final class Stream {
     /// Reads go straight into reserved input space (a bulk transfer is under way).
     private var bulkReads = false
     /// Timeouts as libevent common timeouts (computed when set, not per re-arm).
-    private var readTimeout: Duration? { didSet { readTV = readTimeout.map(loop.commonTimeout) } }
-    private var writeTimeout: Duration? { didSet { writeTV = writeTimeout.map(loop.commonTimeout) } }
+    private var readTimeout: Duration? { didSet { if !timeoutsPrecomputed { readTV = readTimeout.map(loop.commonTimeout) } } }
+    private var writeTimeout: Duration? { didSet { if !timeoutsPrecomputed { writeTV = writeTimeout.map(loop.commonTimeout) } } }
+    private var timeoutsPrecomputed = false
     private var readTV: timeval?
     private var writeTV: timeval?
     private var readHighWatermark = Int.max
@@ -417,6 +418,23 @@ public final class Stream {
         if read == readTimeout && write == writeTimeout { return }
         readTimeout = read
         writeTimeout = write
+        rearmTimeouts()
+    }
+
+    /// The same with libevent's timevals already looked up (`EventLoop.timeouts`): for a
+    /// connection that switches between two sets on every exchange (a pooled upstream).
+    public func setTimeouts(_ t: StreamTimeouts) {
+        if t.read == readTimeout && t.write == writeTimeout { return }
+        timeoutsPrecomputed = true
+        readTimeout = t.read
+        writeTimeout = t.write
+        readTV = t.readTV
+        writeTV = t.writeTV
+        timeoutsPrecomputed = false
+        rearmTimeouts()
+    }
+
+    private func rearmTimeouts() {
         if readArmed { add(readEvent, state == .lingering ? nil : readTV) }
         if writeArmed { add(writeEvent, writeTV) }
     }
