@@ -25,17 +25,21 @@ final class UpstreamPoolTests: XCTestCase {
         defer { for c in open { c.close() } }
         for _ in 0..<clients { open.append(try RawClient(port: a.port)) }
 
-        // Every client sends its first request before any response is read, so many exchanges
-        // are in flight at once and need upstream connections of their own.
-        for (i, c) in open.enumerated() {
-            try c.send("GET /first/\(i) HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        // Every client sends its request before any response is read, so many exchanges are in
+        // flight at once and need upstream connections of their own. Returns how many clients
+        // got their own 200.
+        func round(_ name: String) throws -> Int {
+            for (i, c) in open.enumerated() {
+                try c.send("GET /\(name)/\(i) HTTP/1.1\r\nHost: api.test\r\n\r\n")
+            }
+            var ok = 0
+            for (i, c) in open.enumerated() {
+                let r = try c.readResponse(timeout: 30)
+                if r.status == 200 && String(decoding: r.body, as: UTF8.self) == "hello /\(name)/\(i)" { ok += 1 }
+            }
+            return ok
         }
-        var firstOK = 0
-        for (i, c) in open.enumerated() {
-            let r = try c.readResponse(timeout: 30)
-            if r.status == 200 && String(decoding: r.body, as: UTF8.self) == "hello /first/\(i)" { firstOK += 1 }
-        }
-        XCTAssertEqual(firstOK, clients, "every first request answered by the origin")
+        XCTAssertEqual(try round("first"), clients, "every first request answered by the origin")
         let peak = o.acceptedConnections
         XCTAssertGreaterThan(peak, workers * maxIdle, "the first round needed more connections than the pool keeps")
 
@@ -46,15 +50,7 @@ final class UpstreamPoolTests: XCTestCase {
         XCTAssertEqual(a.waitForExit(timeout: 0), nil, "Airlock still running")
 
         // Each idle client still works: a second request on the same connection.
-        for (i, c) in open.enumerated() {
-            try c.send("GET /second/\(i) HTTP/1.1\r\nHost: api.test\r\n\r\n")
-        }
-        var secondOK = 0
-        for (i, c) in open.enumerated() {
-            let r = try c.readResponse(timeout: 30)
-            if r.status == 200 && String(decoding: r.body, as: UTF8.self) == "hello /second/\(i)" { secondOK += 1 }
-        }
-        XCTAssertEqual(secondOK, clients, "every second request answered on the client's kept-alive connection")
+        XCTAssertEqual(try round("second"), clients, "every second request answered on the client's kept-alive connection")
         XCTAssertEqual(o.requests.count, 2 * clients)
         XCTAssertTrue(o.waitForOpenConnections(atMost: cap, timeout: 10), "\(o.openConnections) open after round two")
     }
