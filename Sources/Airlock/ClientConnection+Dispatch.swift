@@ -68,7 +68,6 @@ extension ClientConnection: UpstreamOwner {
     // MARK: connect
 
     func connectUpstream(_ ex: Exchange) {
-        ex.attempts += 1
         // The connection that served this client last, if it is still idle in the pool (a
         // preference only: another client may have taken it), else the pool's most recent.
         if let pooled = worker.checkoutUpstream(ex.key, preferring: lastUpstream) {
@@ -127,6 +126,7 @@ extension ClientConnection: UpstreamOwner {
         ex.lastUpstreamAddress = u.address
         u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts)
         u.stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+        _ = ex.machine.upstreamReady(reused: u.isReused)   // .sendRequestHead: the caller sends it
     }
 
     func upstreamConnected(_ u: UpstreamConnection) {
@@ -155,10 +155,16 @@ extension ClientConnection: UpstreamOwner {
         }
         ex.upstream = nil
         u.close()
-        // Nothing came back. A pooled connection the upstream had closed: retry once on a
-        // fresh one when the request is safe to repeat (no body sent).
-        let retryable = u.isReused && !ex.upstreamBytesSeen && ex.request.framing == .none && ex.attempts < 2
-        if retryable, event != .readTimeout, event != .writeTimeout {
+        // Nothing came back. The machine decides: once more on a fresh connection (a pooled
+        // one the upstream had closed, an idempotent request without a body), or an answer.
+        let failure: ExchangeMachine.UpstreamFailure
+        switch event {
+        case .tlsFailed: failure = .untrusted
+        case .readTimeout, .writeTimeout: failure = .timeout
+        case .error where u.exchanges == 0: failure = .refused
+        default: failure = .closed
+        }
+        if failure != .refused, ex.machine.upstreamFailed(failure) == .retryOnNewConnection {
             connectUpstream(ex)
             return
         }

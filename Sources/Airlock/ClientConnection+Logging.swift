@@ -9,6 +9,7 @@ extension ClientConnection {
     /// was fully read and the error does not make the connection untrustworthy.
     func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
         let req = ex?.request ?? request
+        ex?.machine.answeredByGateway()
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
         let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
         stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))

@@ -16,18 +16,19 @@ extension ClientConnection {
             }
         } catch {
             // The client's body is malformed: nothing more goes upstream.
+            ex.machine.requestBodyFailed()
             ex.upstream = nil
             u.close()
             respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
             return
         }
         if ex.requestDecoder.isComplete {
-            ex.requestBodyDone = true
+            ex.machine.requestBodyComplete()
         } else if u.stream.outputLength >= Self.writeHighWatermark {
             stream.setReading(false)   // resumed in upstreamWritable
         } else if peerHalfClosed {
             // Everything the client sent before its close has been decoded: the body is cut off.
-            clientAborted(.eof)
+            perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
         }
     }
 
@@ -74,7 +75,7 @@ extension ClientConnection {
 
     func upstreamReadable(_ u: UpstreamConnection) {
         guard state == .forwarding, let ex = exchange, ex.upstream === u else { return }
-        if u.stream.inputLength > 0 { ex.upstreamBytesSeen = true }
+        if u.stream.inputLength > 0 { ex.machine.upstreamBytesArrived() }
         if ex.response == nil {
             readResponseHead(ex, u)
         } else {
@@ -111,12 +112,15 @@ extension ClientConnection {
                 upstreamMalformed(ex, u, e)
                 return
             }
-            if head.status == 101 {
+            switch ex.machine.responseHeadReceived(status: head.status, validates: ex.route.validator != nil) {
+            case .absorbInterim:
+                continue   // interim (100, 103): ours to absorb
+            case .respondError:
                 upstreamMalformed(ex, u, nil, detail: "101 Switching Protocols without an Upgrade request")
                 return
+            default:
+                startResponse(ex, u, head)
             }
-            if head.status < 200 { continue }   // interim (100, 103): ours to absorb
-            startResponse(ex, u, head)
         }
     }
 
@@ -129,9 +133,9 @@ extension ClientConnection {
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
         ex.clientKeepAlive = ex.request.keepAlive && clientContinues && ex.responseOut != .close
             && ex.requestBodyDone
-        if let validator = ex.route.validator,
-           validateResponseHead(ex, u, head, framing: framing, validator: validator) {
-            return
+        if let validator = ex.route.validator {
+            if validateResponseHead(ex, u, head, framing: framing, validator: validator) { return }
+            ex.machine.validatorReleasedHead()   // accepted on sight, or a report-only reject
         }
         worker.headWriter.reset()
         ForwardingHeads.response(head, framing: framing, out: ex.responseOut, requestMethod: ex.request.method,
@@ -139,7 +143,6 @@ extension ClientConnection {
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
-        ex.responseHeadSent = true
         pumpResponseBody()
     }
 
@@ -197,6 +200,7 @@ extension ClientConnection {
         }
         // The client must see an incomplete response, never a complete one: send what
         // arrived, then cut the connection without finishing the framing.
+        _ = ex.machine.upstreamFailed(event == .readTimeout || event == .writeTimeout ? .timeout : .closed)
         logAccess(ex, status: ex.responseStatus, complete: false)
         exchange = nil
         closeAfterFlush()
@@ -207,7 +211,7 @@ extension ClientConnection {
         u.close()   // never reused
         let e = error.map { GatewayError(upstreamWire: $0) }
             ?? GatewayError(.upstreamMalformed, status: 502, message: detail, source: .upstream)
-        if ex.responseHeadSent {
+        if ex.machine.upstreamFailed(.malformed) == .truncateClient {
             logError(e, ex)
             logAccess(ex, status: ex.responseStatus, complete: false)
             exchange = nil
@@ -220,17 +224,8 @@ extension ClientConnection {
     // MARK: completion
 
     func finishExchange(_ ex: Exchange, upstreamReusable: Bool = true) {
-        if let u = ex.upstream {
-            ex.upstream = nil
-            let reusable = upstreamReusable && (ex.response?.keepAlive ?? false) && ex.requestBodyDone
-                && u.stream.inputLength == 0 && u.stream.outputLength == 0
-            if reusable {
-                worker.park(u)
-                lastUpstream = u
-            } else {
-                u.close()
-            }
-        }
+        releaseUpstream(ex, bodyReadToEnd: upstreamReusable)
+        ex.machine.responseComplete()
         logAccess(ex, status: ex.responseStatus, complete: true)
         exchange = nil
         worker.recycle(ex.request.headers)
@@ -244,8 +239,40 @@ extension ClientConnection {
         }
     }
 
+    /// The upstream's part is over: the machine decides whether the connection goes back to
+    /// the pool (the one place reuse is decided; `ExchangeMachine.reuseDecision`).
+    func releaseUpstream(_ ex: Exchange, bodyReadToEnd: Bool) {
+        guard let u = ex.upstream else { return }
+        ex.upstream = nil
+        let decision = ex.machine.reuseDecision(upstreamKeepAlive: ex.response?.keepAlive ?? false, bodyReadToEnd: bodyReadToEnd,
+                                                buffersEmpty: u.stream.inputLength == 0 && u.stream.outputLength == 0)
+        switch decision {
+        case .park:
+            worker.park(u)
+            lastUpstream = u
+        case .close:
+            u.close()
+        }
+    }
+
+    /// Performs what the machine answered to a client-side event.
+    func perform(_ action: ExchangeMachine.Action, _ ex: Exchange, event: StreamEvent) {
+        switch action {
+        case .keepServingHalfClosedClient:
+            peerHalfClosed = true
+        case .relayBufferedBody:
+            peerHalfClosed = true
+            pumpRequestBody()   // decides now, or once the upstream is ready
+        case .abort:
+            clientAborted(event)
+        default:
+            break
+        }
+    }
+
     func clientAborted(_ event: StreamEvent) {
         guard let ex = exchange else { close(); return }
+        _ = ex.machine.clientGone()
         if let u = ex.upstream { ex.upstream = nil; u.close() }
         let why: String
         switch event {

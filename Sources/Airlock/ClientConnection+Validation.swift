@@ -221,21 +221,12 @@ extension ClientConnection {
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
-        ex.responseHeadSent = true
+        ex.machine.validatorReleasedHead()
     }
 
     /// The upstream's part of `finishExchange`, done as soon as its body has been read.
     private func releaseValidatedUpstream(_ ex: Exchange, reusable: Bool) {
-        guard let u = ex.upstream else { return }
-        ex.upstream = nil
-        let ok = reusable && (ex.response?.keepAlive ?? false) && ex.requestBodyDone
-            && u.stream.inputLength == 0 && u.stream.outputLength == 0
-        if ok {
-            worker.park(u)
-            lastUpstream = u
-        } else {
-            u.close()
-        }
+        releaseUpstream(ex, bodyReadToEnd: reusable)
     }
 
     // MARK: logging

@@ -137,10 +137,8 @@ final class ClientConnection: StreamDelegate {
                 // Half-close: this response and those of requests already pipelined behind it
                 // are still delivered, then the connection closes. Body bytes that arrived with
                 // the close are still buffered (the upstream may still be connecting): they are
-                // relayed first, and only a body still incomplete after that is an abort
-                // (pumpRequestBody decides, now or once the upstream is ready).
-                peerHalfClosed = true
-                if !ex.requestBodyDone { pumpRequestBody() }
+                // relayed first, and only a body still incomplete after that is an abort.
+                perform(ex.machine.clientHalfClosed(), ex, event: event)
                 return
             }
             clientAborted(event)

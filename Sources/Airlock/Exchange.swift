@@ -21,28 +21,30 @@ final class Exchange {
     let key: UpstreamKey
     let started: UInt64
 
+    /// The exchange's phase and every decision about it (retry, half-close, reuse): the
+    /// connection code reports events to it and does what it answers.
+    var machine: ExchangeMachine
+
     // request side
     var requestDecoder: BodyDecoder
     var requestOut: OutFraming
-    var requestBodyDone = false
+    var requestBodyDone: Bool { machine.requestBodyDone }
     var bytesIn: UInt64 = 0
 
     // upstream
     var upstream: UpstreamConnection?
     var addresses: [SocketAddress] = []
     var addressIndex = 0
-    var attempts = 0
     var connectedAt: UInt64 = 0
     var responseStartedAt: UInt64 = 0
     var lastUpstreamAddress: SocketAddress?
 
     // response side
     var responseScanner: HeadScanner
-    var upstreamBytesSeen = false
     var response: ResponseHead?
     var responseDecoder = BodyDecoder(framing: .none)
     var responseOut: OutFraming = .none
-    var responseHeadSent = false
+    var responseHeadSent: Bool { machine.responseHeadSent }
     var responseStatus = 0
     var bytesOut: UInt64 = 0
     var clientKeepAlive = true
@@ -61,7 +63,7 @@ final class Exchange {
         case .length: requestOut = .length
         case .none, .closeDelimited: requestOut = .none
         }
-        requestBodyDone = request.framing == .none
+        machine = ExchangeMachine(method: request.method, requestHasBody: request.framing != .none)
         responseScanner = HeadScanner(kind: .response, limits: limits)
     }
 

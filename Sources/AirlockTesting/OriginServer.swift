@@ -188,12 +188,16 @@ final class OriginServer: @unchecked Sendable {
             serveRaw(fd: fd, connectionIndex: connectionIndex, handler: handler)
         case .respond(let handler):
             serveResponses(fd: fd, connectionIndex: connectionIndex, handler: handler)
+        case .answerOnceThenDrop(let handler):
+            serveResponses(fd: fd, connectionIndex: connectionIndex, answering: 1, handler: handler)
         }
     }
 
-    private func serveResponses(fd: Int32, connectionIndex: Int,
+    /// `answering`: how many requests get an answer before the connection is dropped at the next.
+    private func serveResponses(fd: Int32, connectionIndex: Int, answering: Int = .max,
                                 handler: @Sendable (TestRequest) -> TestResponse) {
         let reader = HTTPReader(fd: fd, waker: waker)
+        var answered = 0
         while true {
             let request: TestRequest
             do {
@@ -211,6 +215,11 @@ final class OriginServer: @unchecked Sendable {
                 return
             }
             record(request)
+            if answered == answering {
+                close(fd)
+                return
+            }
+            answered += 1
             let response = handler(request)
             let keepAlive = !response.close && Self.wantsKeepAlive(request)
             do {

@@ -12,6 +12,10 @@ public final class TestOrigin: Sendable {
         case silent
         /// Accepts, then closes at once.
         case closeImmediately
+        /// Answers the first request of each connection (keep-alive), then reads the next one and
+        /// closes without answering it: a kept-alive connection the server dropped just as the
+        /// client reused it (both requests are recorded).
+        case answerOnceThenDrop(@Sendable (TestRequest) -> TestResponse)
     }
 
     private let server: OriginServer

@@ -1,0 +1,227 @@
+import AirlockWire
+
+/// The phases of one proxied exchange and the decisions taken at each, with no I/O: the
+/// connection code reports what happened (an event) and performs what the machine returns
+/// (an `Action`), in the style of async-http-client's `HTTP1ConnectionStateMachine`. The
+/// machine is the single place that decides when a request may be retried, what an upstream
+/// failure means for the client, whether a half-closed client is still owed an answer, and
+/// whether an upstream connection is reused (`ReuseDecision`).
+///
+/// The request and the response overlap (an upstream may answer before the body is sent), so
+/// the state has two halves: `request` for what goes up and `response` for what comes down.
+public struct ExchangeMachine: Sendable, Equatable {
+    public enum RequestState: Sendable, Equatable {
+        case bodyPending          // a body to send, no upstream ready yet → .streamingBody, .failed
+        case streamingBody        // head sent, body bytes relayed as they come → .complete, .failed
+        case complete             // the whole request is read (a request without a body starts here); final
+        case failed               // malformed or cut off by the client; final
+    }
+
+    public enum ResponseState: Sendable, Equatable {
+        case awaitingHead         // nothing from the upstream yet (interim 1xx absorbed) → .validating, .relaying, .answered, .failed
+        case validating           // head held back while the body is read for a validator → .relaying, .complete, .answered
+        case relaying             // head written to the client, body streaming → .complete, .truncated
+        case complete             // the client has the whole response; final
+        case truncated            // the client saw part of a response and a close; final
+        case answered             // the client got Airlock's own answer (an error or a reject); final
+        case failed               // nothing reached the client and nobody is left to answer (client gone); final
+    }
+
+    /// What the upstream did wrong, as the connection code saw it.
+    public enum UpstreamFailure: Sendable, Equatable {
+        case refused              // connect failed (every address)
+        case closed               // closed or reset
+        case timeout              // connect, read or write timeout
+        case untrusted            // TLS handshake or the security policy failed
+        case malformed            // a response that is not HTTP/1.1
+    }
+
+    /// How an upstream connection ends its part in this exchange.
+    public enum ReuseDecision: Sendable, Equatable {
+        case park                 // back to the worker's pool
+        case close(Reason)        // never reused
+
+        public enum Reason: Sendable, Equatable {
+            case upstreamNotKeepAlive   // the response said close (or HTTP/1.0 without keep-alive)
+            case requestIncomplete      // the upstream may still expect body bytes
+            case unreadBytes            // bytes left in either direction
+            case bodyAbandoned          // the response body was not read to its end
+        }
+    }
+
+    public enum Action: Sendable, Equatable {
+        case none
+        case sendRequestHead                 // the connection is ready: head, then the body as it comes
+        case retryOnNewConnection            // a pooled connection died before answering: once more, fresh
+        case respondError(UpstreamFailure)   // answer the client with the failure's status and JSON
+        case truncateClient                  // the client has part of the response: close without finishing it
+        case writeResponseHead               // relay the head now
+        case validateResponse                // hold the head; read the body for the route's validator
+        case absorbInterim                   // a 1xx: ours to drop, wait for the final head
+        case keepServingHalfClosedClient     // the client half-closed after a whole request: still answer it
+        case relayBufferedBody               // half-closed mid-body: relay what arrived with the close, then decide
+        case abort                           // the client is gone mid-exchange: drop both sides (499)
+    }
+
+    public let method: Method
+    public let requestHasBody: Bool
+    public private(set) var request: RequestState
+    public private(set) var response: ResponseState = .awaitingHead
+    /// Connections tried so far (a retry makes it 2).
+    public private(set) var attempts = 0
+    /// Whether the connection now serving the exchange came from the pool.
+    public private(set) var onReusedConnection = false
+    /// Whether any byte of a response arrived on the current connection.
+    public private(set) var upstreamBytesSeen = false
+
+    public init(method: Method, requestHasBody: Bool) {
+        self.method = method
+        self.requestHasBody = requestHasBody
+        self.request = requestHasBody ? .bodyPending : .complete
+    }
+
+    // MARK: derived
+
+    public var requestBodyDone: Bool { request == .complete }
+    /// The client has seen the response's head (relayed or delivered after validation).
+    public var responseHeadSent: Bool { response == .relaying || response == .complete || response == .truncated }
+    public var isFinished: Bool {
+        switch response {
+        case .complete, .truncated, .answered, .failed: return true
+        case .awaitingHead, .validating, .relaying: return false
+        }
+    }
+
+    /// RFC 9110 9.2.2: a request the client may have sent twice without harm.
+    public var isIdempotent: Bool {
+        switch method {
+        case .get, .head, .put, .delete, .options, .trace: return true
+        case .post, .patch, .connect, .other: return false
+        }
+    }
+
+    // MARK: events: connecting and sending
+
+    /// A connection is ready for this exchange (new, or taken from the pool).
+    public mutating func upstreamReady(reused: Bool) -> Action {
+        attempts += 1
+        onReusedConnection = reused
+        upstreamBytesSeen = false
+        if request == .bodyPending { request = .streamingBody }
+        return .sendRequestHead
+    }
+
+    /// The request body's last byte went upstream.
+    public mutating func requestBodyComplete() {
+        if request == .streamingBody { request = .complete }
+    }
+
+    /// The client's body was malformed: nothing more goes upstream.
+    public mutating func requestBodyFailed() {
+        request = .failed
+    }
+
+    public mutating func upstreamBytesArrived() {
+        upstreamBytesSeen = true
+    }
+
+    // MARK: events: the response
+
+    /// A response head arrived. `validates`: the route has a validator that wants to see it.
+    /// The connection code may still relay a head the validator accepted on sight
+    /// (`validatorReleasedHead`).
+    public mutating func responseHeadReceived(status: Int, validates: Bool) -> Action {
+        guard response == .awaitingHead else { return .none }
+        if status == 101 { return failUpstream(.malformed) }   // no Upgrade was asked for
+        if status < 200 { return .absorbInterim }
+        if validates {
+            response = .validating
+            return .validateResponse
+        }
+        response = .relaying
+        return .writeResponseHead
+    }
+
+    /// The validator let the head through (accepted on sight, a report-only reject, a body
+    /// over the limit in report-only mode, or the validated body delivered): it goes to the client.
+    public mutating func validatorReleasedHead() {
+        if response == .validating { response = .relaying }
+    }
+
+    /// The client has the whole response.
+    public mutating func responseComplete() {
+        response = .complete
+    }
+
+    /// Airlock answered the client itself (an error before any response byte, or a reject).
+    public mutating func answeredByGateway() {
+        if !isFinished { response = .answered }
+    }
+
+    // MARK: events: failures
+
+    /// The upstream failed. Before any response byte reached the client the client is answered
+    /// (or, once, the request is retried); after, the client's response is cut off.
+    public mutating func upstreamFailed(_ failure: UpstreamFailure) -> Action {
+        failUpstream(failure)
+    }
+
+    private mutating func failUpstream(_ failure: UpstreamFailure) -> Action {
+        switch response {
+        case .relaying:
+            response = .truncated
+            return .truncateClient
+        case .complete, .truncated, .answered, .failed:
+            return .none
+        case .awaitingHead, .validating:
+            break
+        }
+        // A pooled connection the upstream had closed meanwhile: nothing was answered, so an
+        // idempotent request without a body (nothing to replay) is tried once more on a fresh
+        // connection. Never after a response byte, never after a timeout (the upstream is slow,
+        // not gone), never twice.
+        let retry = failure == .closed && response == .awaitingHead && onReusedConnection && !upstreamBytesSeen
+            && isIdempotent && !requestHasBody && attempts < 2
+        if retry { return .retryOnNewConnection }
+        response = .answered
+        return .respondError(failure)
+    }
+
+    /// The client closed its sending side. After a whole request it is still answered. Mid-body,
+    /// bytes that arrived with the close may still complete the body: they are relayed first
+    /// (now, or once the upstream is ready), and `requestBodyCutOff` follows if they do not.
+    public mutating func clientHalfClosed() -> Action {
+        request == .complete ? .keepServingHalfClosedClient : .relayBufferedBody
+    }
+
+    /// Everything the half-closed client sent is decoded and the body is still incomplete.
+    public mutating func requestBodyCutOff() -> Action {
+        clientGone()
+    }
+
+    /// The client is gone (closed mid-body, reset, stopped reading).
+    public mutating func clientGone() -> Action {
+        switch response {
+        case .relaying: response = .truncated            // it saw part of the response
+        case .awaitingHead, .validating: response = .failed
+        case .complete, .truncated, .answered, .failed: break
+        }
+        if request != .complete { request = .failed }
+        return .abort
+    }
+
+    // MARK: the reuse decision
+
+    /// The one place that decides whether an upstream connection goes back to the pool once
+    /// its part in the exchange is over.
+    /// - `upstreamKeepAlive`: the response allowed keep-alive.
+    /// - `bodyReadToEnd`: the response body was read to its end (not abandoned).
+    /// - `buffersEmpty`: nothing unread from the upstream and nothing unsent to it.
+    public func reuseDecision(upstreamKeepAlive: Bool, bodyReadToEnd: Bool, buffersEmpty: Bool) -> ReuseDecision {
+        if !bodyReadToEnd { return .close(.bodyAbandoned) }
+        if !upstreamKeepAlive { return .close(.upstreamNotKeepAlive) }
+        if request != .complete { return .close(.requestIncomplete) }
+        if !buffersEmpty { return .close(.unreadBytes) }
+        return .park
+    }
+}

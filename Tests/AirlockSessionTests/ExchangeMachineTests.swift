@@ -1,0 +1,181 @@
+import AirlockSession
+import AirlockWire
+import XCTest
+
+/// The exchange machine with no sockets: each test reads like the protocol step it checks.
+final class ExchangeMachineTests: XCTestCase {
+    private func get() -> ExchangeMachine { ExchangeMachine(method: .get, requestHasBody: false) }
+    private func post() -> ExchangeMachine { ExchangeMachine(method: .post, requestHasBody: true) }
+
+    // MARK: the ordinary path
+
+    func testGetWithoutBodyRelaysAndParks() {
+        var m = get()
+        XCTAssertEqual(m.request, .complete, "a request without a body is whole from the start")
+        XCTAssertEqual(m.upstreamReady(reused: false), .sendRequestHead)
+        XCTAssertEqual(m.attempts, 1)
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
+        XCTAssertTrue(m.responseHeadSent)
+        m.responseComplete()
+        XCTAssertTrue(m.isFinished)
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
+    }
+
+    func testPostStreamsItsBodyThenCompletes() {
+        var m = post()
+        XCTAssertEqual(m.request, .bodyPending)
+        XCTAssertFalse(m.requestBodyDone)
+        XCTAssertEqual(m.upstreamReady(reused: true), .sendRequestHead)
+        XCTAssertEqual(m.request, .streamingBody)
+        m.requestBodyComplete()
+        XCTAssertTrue(m.requestBodyDone)
+    }
+
+    func testInterimResponsesAreAbsorbedAndSwitchingProtocolsIsMalformed() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.responseHeadReceived(status: 100, validates: false), .absorbInterim)
+        XCTAssertEqual(m.responseHeadReceived(status: 103, validates: false), .absorbInterim)
+        XCTAssertEqual(m.response, .awaitingHead)
+        var n = get()
+        _ = n.upstreamReady(reused: false)
+        XCTAssertEqual(n.responseHeadReceived(status: 101, validates: false), .respondError(.malformed))
+        XCTAssertEqual(n.response, .answered)
+    }
+
+    func testValidationHoldsTheHeadUntilReleased() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: true), .validateResponse)
+        XCTAssertFalse(m.responseHeadSent, "nothing reaches the client while the body is validated")
+        m.validatorReleasedHead()
+        XCTAssertTrue(m.responseHeadSent)
+        XCTAssertEqual(m.response, .relaying)
+    }
+
+    func testRejectedResponseIsAnsweredByTheGateway() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        _ = m.responseHeadReceived(status: 404, validates: true)
+        m.answeredByGateway()
+        XCTAssertEqual(m.response, .answered)
+        XCTAssertFalse(m.responseHeadSent)
+        XCTAssertEqual(m.upstreamFailed(.closed), .none, "a late upstream failure changes nothing once answered")
+    }
+
+    // MARK: upstream failures and the one retry
+
+    func testPooledConnectionClosedBeforeTheHeadIsRetriedOnceForAnIdempotentRequest() {
+        var m = get()
+        _ = m.upstreamReady(reused: true)
+        XCTAssertEqual(m.upstreamFailed(.closed), .retryOnNewConnection)
+        XCTAssertEqual(m.upstreamReady(reused: true), .sendRequestHead)
+        XCTAssertEqual(m.attempts, 2)
+        XCTAssertEqual(m.upstreamFailed(.closed), .respondError(.closed), "never twice")
+    }
+
+    func testNoRetryOnAFreshConnectionAfterBytesOnTimeoutOrForABody() {
+        var fresh = get()
+        _ = fresh.upstreamReady(reused: false)
+        XCTAssertEqual(fresh.upstreamFailed(.closed), .respondError(.closed), "a new connection failing is the upstream's answer")
+
+        var spoke = get()
+        _ = spoke.upstreamReady(reused: true)
+        spoke.upstreamBytesArrived()
+        XCTAssertEqual(spoke.upstreamFailed(.closed), .respondError(.closed), "after a response byte: never")
+
+        var slow = get()
+        _ = slow.upstreamReady(reused: true)
+        XCTAssertEqual(slow.upstreamFailed(.timeout), .respondError(.timeout), "slow is not gone")
+
+        var upload = ExchangeMachine(method: .put, requestHasBody: true)
+        _ = upload.upstreamReady(reused: true)
+        XCTAssertEqual(upload.upstreamFailed(.closed), .respondError(.closed), "a body already sent cannot be replayed")
+
+        var notIdempotent = ExchangeMachine(method: .post, requestHasBody: false)
+        _ = notIdempotent.upstreamReady(reused: true)
+        XCTAssertEqual(notIdempotent.upstreamFailed(.closed), .respondError(.closed), "POST is not idempotent")
+    }
+
+    func testUpstreamClosingMidBodyTruncatesTheClient() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        _ = m.responseHeadReceived(status: 200, validates: false)
+        m.upstreamBytesArrived()
+        XCTAssertEqual(m.upstreamFailed(.closed), .truncateClient)
+        XCTAssertEqual(m.response, .truncated)
+        XCTAssertTrue(m.responseHeadSent)
+    }
+
+    func testUpstreamFailingWhileValidatingIsAnsweredNotTruncated() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        _ = m.responseHeadReceived(status: 200, validates: true)
+        m.upstreamBytesArrived()
+        XCTAssertEqual(m.upstreamFailed(.closed), .respondError(.closed))
+        XCTAssertEqual(m.response, .answered)
+    }
+
+    // MARK: the client side
+
+    func testHalfCloseAfterAWholeRequestIsStillAnswered() {
+        var m = get()
+        XCTAssertEqual(m.clientHalfClosed(), .keepServingHalfClosedClient, "even before the upstream is ready")
+        var p = post()
+        _ = p.upstreamReady(reused: false)
+        p.requestBodyComplete()
+        XCTAssertEqual(p.clientHalfClosed(), .keepServingHalfClosedClient)
+    }
+
+    func testHalfCloseMidBodyRelaysWhatArrivedThenDecides() {
+        var m = post()
+        XCTAssertEqual(m.clientHalfClosed(), .relayBufferedBody, "the body may have arrived with the close")
+        XCTAssertEqual(m.request, .bodyPending, "nothing is decided yet")
+        // The buffered bytes completed the body once the upstream was ready:
+        _ = m.upstreamReady(reused: false)
+        m.requestBodyComplete()
+        XCTAssertTrue(m.requestBodyDone)
+        // Or they did not:
+        var cut = post()
+        _ = cut.clientHalfClosed()
+        _ = cut.upstreamReady(reused: false)
+        XCTAssertEqual(cut.requestBodyCutOff(), .abort)
+        XCTAssertEqual(cut.request, .failed)
+        XCTAssertEqual(cut.response, .failed)
+    }
+
+    func testClientAbortMidResponseCountsAsTruncatedNotUnanswered() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        _ = m.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(m.clientGone(), .abort)
+        XCTAssertEqual(m.response, .truncated, "it saw the head: its status is logged, not 499")
+        XCTAssertTrue(m.responseHeadSent)
+        var early = post()
+        _ = early.upstreamReady(reused: false)
+        XCTAssertEqual(early.clientGone(), .abort)
+        XCTAssertEqual(early.response, .failed)
+        XCTAssertFalse(early.responseHeadSent)
+    }
+
+    // MARK: the reuse decision
+
+    func testReuseDecisionClosesForEveryReasonInOrder() {
+        var m = post()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: false, buffersEmpty: true), .close(.bodyAbandoned))
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: false, bodyReadToEnd: true, buffersEmpty: true), .close(.upstreamNotKeepAlive))
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .close(.requestIncomplete),
+                       "an early answer while the body was still going up: the upstream may wait for the rest")
+        m.requestBodyComplete()
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: false), .close(.unreadBytes))
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
+    }
+
+    func testIdempotentMethodsAreRFC9110s() {
+        let idempotent: [Method] = [.get, .head, .put, .delete, .options, .trace]
+        let other: [Method] = [.post, .patch, .connect, .other("PURGE")]
+        for m in idempotent { XCTAssertTrue(ExchangeMachine(method: m, requestHasBody: false).isIdempotent, "\(m)") }
+        for m in other { XCTAssertFalse(ExchangeMachine(method: m, requestHasBody: false).isIdempotent, "\(m)") }
+    }
+}
