@@ -11,7 +11,8 @@ extension Gateway {
     func startAdmin(rejects: RejectLog) throws {
         guard let address = config.admin.address else { return }
         do {
-            admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects)
+            admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects, token: config.admin.token,
+                                    isReady: { [unowned self] in self.isTakingTraffic })
         } catch let error where config.admin.isDefaultAddress {
             adminUnavailable = "\(error)"
         }
@@ -23,7 +24,7 @@ extension Gateway {
             logger.info("airlock.admin", metadata: [
                 "address": .string(admin.address.host),
                 "port": .stringConvertible(Int(admin.address.port)),
-                "paths": .string("/rejects /healthz"),
+                "paths": .string("/rejects /healthz /readyz"),
             ])
         } else if let adminUnavailable {
             logger.warning("airlock.admin-unavailable", metadata: [

@@ -159,6 +159,9 @@ public final class Gateway: @unchecked Sendable {
         logger.info("airlock.stopped", metadata: [:])
     }
 
+    /// Listening and not draining (`/readyz`).
+    var isTakingTraffic: Bool { state.withLock { $0 == .running } }
+
     /// Begins a graceful shutdown from any thread.
     public func shutdown() {
         mainLoop.execute { [self] in self.beginShutdown() }

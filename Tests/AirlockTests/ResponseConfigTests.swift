@@ -89,10 +89,22 @@ final class ResponseConfigTests: XCTestCase {
         XCTAssertTrue(defaults.admin.isDefaultAddress)
     }
 
-    func testNonLoopbackAdminIsRefusedWithoutAllowRemote() throws {
+    func testNonLoopbackAdminIsRefusedWithoutAllowRemoteAndToken() throws {
         assertSingleIssue("admin: 0.0.0.0:9090\n" + defaultRouteYAML, at: "admin", contains: "admin_allow_remote: true")
-        let allowed = try AirlockConfig.load(yaml: "admin: 0.0.0.0:9090\nadmin_allow_remote: true\n" + defaultRouteYAML)
+        assertSingleIssue("admin: 0.0.0.0:9090\nadmin_allow_remote: true\n" + defaultRouteYAML, at: "admin_token",
+                          contains: "Authorization: Bearer")
+        let token = "0123456789abcdef0123"
+        let allowed = try AirlockConfig.load(yaml: "admin: 0.0.0.0:9090\nadmin_allow_remote: true\nadmin_token: \(token)\n"
+                                             + defaultRouteYAML)
         XCTAssertEqual(allowed.admin.address?.host, "0.0.0.0")
+        XCTAssertEqual(allowed.admin.token, token)
+        XCTAssertFalse(allowed.renderYAML().contains(token), "the token is never printed")
+        XCTAssertTrue(allowed.renderYAML().contains("# admin_token: set (not shown)"))
+    }
+
+    func testAdminTokenMustBeLongAndHeaderSafe() {
+        assertSingleIssue("admin_token: short\n" + defaultRouteYAML, at: "admin_token", contains: "at least 16")
+        assertSingleIssue("admin_token: \"0123456789 abcdef\"\n" + defaultRouteYAML, at: "admin_token", contains: "printable ASCII")
     }
 
     func testAdminErrors() {

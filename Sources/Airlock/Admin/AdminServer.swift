@@ -8,16 +8,22 @@ final class AdminServer {
     let address: SocketAddress
     private let listener: Listener
     private let rejects: RejectLog
+    /// `admin_token`'s bytes: requests must carry `Authorization: Bearer <token>`.
+    private let token: [UInt8]?
+    /// Whether the gateway takes traffic (`/readyz`): false once it drains.
+    private let isReady: () -> Bool
     private var connections: [ObjectIdentifier: AdminConnection] = [:]
 
     static let wireLimits = WireLimits(requestLineBytes: 4096, headerBytes: 16384, headerCount: 64)
     static let timeout: Duration = .seconds(10)
 
     /// Binds at once, so a taken port is reported when the gateway starts.
-    init(loop: EventLoop, address: ListenAddress, rejects: RejectLog) throws {
+    init(loop: EventLoop, address: ListenAddress, rejects: RejectLog, token: String?, isReady: @escaping () -> Bool) throws {
         listener = try Listener(loop: loop, host: address.host, port: address.port, backlog: 64)
         self.address = listener.address
         self.rejects = rejects
+        self.token = token.map { Array($0.utf8) }
+        self.isReady = isReady
         listener.onAccept = { [unowned self, unowned loop] fd, _ in
             let c = AdminConnection(loop: loop, fd: fd, server: self)
             self.connections[ObjectIdentifier(c)] = c
@@ -43,16 +49,24 @@ final class AdminServer {
         case .origin(let p), .absolute(_, _, _, let p): target = p
         default: return Self.error(404, "not-found", "no such admin resource")
         }
+        if let token, !Self.authorized(head.headers.first(name: "authorization"), token: token) {
+            return Self.error(401, "unauthorized", "this admin listener needs Authorization: Bearer <admin_token>",
+                              extra: [("WWW-Authenticate", "Bearer realm=\"airlock-admin\"")])
+        }
         let (path, query) = Self.splitQuery(target)
         switch path {
-        case "/rejects", "/healthz": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects or /healthz)")
+        case "/rejects", "/healthz", "/readyz": break
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz or /readyz)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
                               extra: [("Allow", "GET")])
         }
         if path == "/healthz" { return Self.response(200, body: Array("{\"status\":\"ok\"}\n".utf8)) }
+        if path == "/readyz" {
+            return isReady() ? Self.response(200, body: Array("{\"status\":\"ready\"}\n".utf8))
+                : Self.error(503, "draining", "the gateway is shutting down and takes no new connections")
+        }
 
         var since: Int64?
         var route: String?
@@ -81,6 +95,19 @@ final class AdminServer {
     }
 
     /// `/rejects?since=10m&route=api` → ("/rejects", [("since", "10m"), ("route", "api")]), percent-decoded.
+    /// `Bearer <token>`, compared in constant time: every byte is looked at whatever the first
+    /// difference, so the time taken says nothing about how much of a guess was right.
+    static func authorized(_ header: String?, token: [UInt8]) -> Bool {
+        guard let header else { return false }
+        let value = Array(header.utf8)
+        let scheme = Array("bearer ".utf8)
+        guard value.count == scheme.count + token.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<scheme.count { diff |= (value[i] | 0x20) ^ scheme[i] }
+        for i in 0..<token.count { diff |= value[scheme.count + i] ^ token[i] }
+        return diff == 0
+    }
+
     static func splitQuery(_ target: String) -> (String, [(String, String)]) {
         guard let q = target.firstIndex(of: "?") else { return (target, []) }
         let pairs = target[target.index(after: q)...].split(separator: "&").map { part -> (String, String) in

@@ -8,10 +8,14 @@ public struct AdminConfig: Sendable, Equatable {
     public var address: ListenAddress?
     /// Permits a non-loopback `admin` address; refused at load without it.
     public var allowRemote: Bool
+    /// `admin_token`: when set, every admin request needs `Authorization: Bearer <token>`
+    /// (401 otherwise). Required for a non-loopback `admin` address. Never printed.
+    public var token: String?
 
-    public init(address: ListenAddress? = AdminConfig.defaultAddress, allowRemote: Bool = false) {
+    public init(address: ListenAddress? = AdminConfig.defaultAddress, allowRemote: Bool = false, token: String? = nil) {
         self.address = address
         self.allowRemote = allowRemote
+        self.token = token
     }
 
     /// True for the default address: when it is taken (another Airlock on the machine), the

@@ -1,11 +1,13 @@
 import AirlockSerialization
 
 extension AirlockConfig {
-    /// `admin`, `admin_allow_remote` and `rejects`, for `renderYAML`.
+    /// `admin`, `admin_allow_remote` and `rejects`, for `renderYAML`. A set `admin_token` is
+    /// a comment: the secret is never printed.
     func renderAdminYAML() -> [String] {
         [
             "admin: \(admin.address.map { Self.yamlScalar($0.description) } ?? "off")",
             "admin_allow_remote: \(admin.allowRemote)",
+        ] + (admin.token == nil ? [] : ["# admin_token: set (not shown)"]) + [
             "rejects:",
             "  keep: \(rejects.keep)",
         ]

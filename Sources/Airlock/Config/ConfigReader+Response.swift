@@ -120,6 +120,9 @@ extension ConfigReader {
         if let node = fields["admin_allow_remote"], let flag = readBool(node, at: "admin_allow_remote") {
             config.admin.allowRemote = flag
         }
+        if let node = fields["admin_token"], let token = scalar(node, at: "admin_token") {
+            config.admin.token = token
+        }
         if let node = fields["rejects"], let sub = mapping(node, at: "rejects", allowed: Self.rejectsKeys),
            let keepNode = sub["keep"], let text = scalar(keepNode, at: "rejects.keep") {
             if let keep = ConfigSyntax.parseCount(text) {
@@ -185,10 +188,23 @@ extension AirlockConfig {
                 issues.append(ConfigError.Issue(keyPath: "admin", message:
                     "admin address \(address) is not loopback: anyone who can reach it could read reject records "
                     + "(URLs, body samples); listen on 127.0.0.1 or set admin_allow_remote: true if that is really intended"))
+            } else if !address.isLoopback && admin.token == nil && !failed.contains("admin_token") {
+                issues.append(ConfigError.Issue(keyPath: "admin_token", message:
+                    "a non-loopback admin address (\(address)) needs admin_token: every admin request must then carry "
+                    + "Authorization: Bearer <token>"))
             }
             if address.port != 0, address == listen, !failed.contains("listen") {
                 issues.append(ConfigError.Issue(keyPath: "admin", message:
                     "must not be the proxy listen address \(listen); the admin listener has its own socket"))
+            }
+        }
+        if let token = admin.token, !failed.contains("admin_token") {
+            if token.utf8.count < 16 {
+                issues.append(ConfigError.Issue(keyPath: "admin_token", message:
+                    "must be at least 16 characters (got \(token.utf8.count)); e.g. openssl rand -hex 24"))
+            } else if !token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                issues.append(ConfigError.Issue(keyPath: "admin_token",
+                                                message: "must be printable ASCII without spaces (it travels in a header)"))
             }
         }
         if !failed.contains("rejects.keep"), !(0...RejectsConfig.maxKeep).contains(rejects.keep) {

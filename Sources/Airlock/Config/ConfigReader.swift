@@ -11,7 +11,7 @@ struct ConfigReader {
     private(set) var failedPaths: Set<String> = []
 
     static let topLevelKeys = [
-        "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "rejects",
+        "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "admin_token", "rejects",
         "io_uring",
     ]
     static let limitKeys = [
