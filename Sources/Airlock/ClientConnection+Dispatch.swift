@@ -37,7 +37,7 @@ extension ClientConnection: UpstreamOwner {
         }
         let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
         exchange = ex
-        state = .forwarding
+        lifecycle.dispatched()
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)
@@ -76,7 +76,7 @@ extension ClientConnection: UpstreamOwner {
             return
         }
         worker.resolver.resolve(host: ex.key.host, port: ex.key.port) { [weak self, weak ex] result in
-            guard let self, let ex, self.exchange === ex, self.state == .forwarding else { return }
+            guard let self, let ex, self.exchange === ex, self.phase == .forwarding else { return }
             switch result {
             case .success(let addrs):
                 ex.addresses = addrs

@@ -8,7 +8,7 @@ extension ClientConnection {
     // MARK: request body
 
     func pumpRequestBody() {
-        guard state == .forwarding, let ex = exchange, !ex.requestBodyDone else { return }
+        guard phase == .forwarding, let ex = exchange, !ex.requestBodyDone else { return }
         guard let u = ex.upstream, u.state == .active else { return }   // still connecting: bytes wait
         do throws(WireError) {
             try relayBody(from: stream, to: u.stream, decoder: &ex.requestDecoder, out: ex.requestOut) { n in
@@ -26,7 +26,7 @@ extension ClientConnection {
             ex.machine.requestBodyComplete()
         } else if u.stream.outputLength >= Self.writeHighWatermark {
             stream.setReading(false)   // resumed in upstreamWritable
-        } else if peerHalfClosed {
+        } else if lifecycle.input == .halfClosed {
             // Everything the client sent before its close has been decoded: the body is cut off.
             perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
         }
@@ -74,7 +74,7 @@ extension ClientConnection {
     // MARK: response
 
     func upstreamReadable(_ u: UpstreamConnection) {
-        guard state == .forwarding, let ex = exchange, ex.upstream === u else { return }
+        guard phase == .forwarding, let ex = exchange, ex.upstream === u else { return }
         if u.stream.inputLength > 0 { ex.machine.upstreamBytesArrived() }
         if ex.response == nil {
             readResponseHead(ex, u)
@@ -147,7 +147,7 @@ extension ClientConnection {
     }
 
     func pumpResponseBody(bounded: Bool = true) {
-        guard state == .forwarding, let ex = exchange, let u = ex.upstream, ex.response != nil else { return }
+        guard phase == .forwarding, let ex = exchange, let u = ex.upstream, ex.response != nil else { return }
         if let v = ex.validation, v.phase != .relaying {
             pumpValidatedBody(ex, u, v)
             return
@@ -259,9 +259,9 @@ extension ClientConnection {
     func perform(_ action: ExchangeMachine.Action, _ ex: Exchange, event: StreamEvent) {
         switch action {
         case .keepServingHalfClosedClient:
-            peerHalfClosed = true
+            lifecycle.inputClosed()
         case .relayBufferedBody:
-            peerHalfClosed = true
+            lifecycle.inputClosed()
             pumpRequestBody()   // decides now, or once the upstream is ready
         case .abort:
             clientAborted(event)

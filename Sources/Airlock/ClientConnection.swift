@@ -9,29 +9,19 @@ final class ClientConnection: StreamDelegate {
     unowned(unsafe) let worker: Worker   // the worker outlives its connections
     let stream: Stream
     let peer: SocketAddress
-    var state: State = .awaitingHead
+    /// Between requests or in one, whether the client can still send, whether we are stopping.
+    var lifecycle = ClientLifecycle()
+    var phase: ClientLifecycle.Phase { lifecycle.phase }
     var scanner: HeadScanner
     var timer: Timer!
     var timerMode: TimerMode = .idle
     var exchange: Exchange?
-    var drainRequested = false
-    /// The client shut down its sending side after a complete request: it still gets the
-    /// response (half-close, as HAProxy without abortonclose), then the connection closes.
-    var peerHalfClosed = false
     /// True while `readHead` runs (it is not re-entered: see there).
     var readingHeads = false
-    /// Reading heads is paused until the client reads the responses queued for it.
-    var pausedForOutput = false
     /// The upstream connection that served this client's last exchange. A preference for the
     /// next one, never ownership: the connection is back in the worker's pool, where any client
     /// may take it (nginx's and HAProxy's pools do the same), so idle clients hold no upstreams.
     weak var lastUpstream: UpstreamConnection?
-
-    enum State {
-        case awaitingHead   // → .forwarding or .closed
-        case forwarding     // an exchange is in flight → .awaitingHead or .closed
-        case closed         // final
-    }
 
     enum TimerMode {
         case idle         // no timer: keep-alive idleness is the stream's read timeout
@@ -78,7 +68,7 @@ final class ClientConnection: StreamDelegate {
     }
 
     private func timerFired() {
-        guard state == .awaitingHead else { return }
+        guard phase == .awaitingHead || phase == .pausedForOutput else { return }
         if timerMode == .drainGrace {
             timerMode = .idle
             readHead()   // serves a request that came in the grace, or closes
@@ -93,20 +83,19 @@ final class ClientConnection: StreamDelegate {
     // MARK: StreamDelegate
 
     func streamReadable(_ s: Stream) {
-        switch state {
-        case .awaitingHead: readHead()
+        switch phase {
+        case .awaitingHead, .pausedForOutput: readHead()
         case .forwarding: pumpRequestBody()
         case .closed: break
         }
     }
 
     func streamWritable(_ s: Stream) {
-        if state == .awaitingHead && pausedForOutput {
-            pausedForOutput = false
+        if lifecycle.outputDrained() {
             awaitNextHead()
             return
         }
-        guard state == .forwarding, let ex = exchange else { return }
+        guard phase == .forwarding, let ex = exchange else { return }
         if let v = ex.validation, v.phase == .delivering {
             continueDelivery(ex, v)
             return
@@ -120,13 +109,13 @@ final class ClientConnection: StreamDelegate {
     }
 
     func stream(_ s: Stream, event: StreamEvent) {
-        switch state {
-        case .awaitingHead:
+        switch phase {
+        case .awaitingHead, .pausedForOutput:
             if event == .readTimeout && stream.inputLength > 0 { return }   // the header timer decides
             if event == .eof {
                 // Heads complete before the close were served already (data is delivered
                 // before the close): what is left is nothing or a truncated head.
-                peerHalfClosed = true
+                lifecycle.inputClosed()
                 readHead()
                 return
             }
@@ -158,17 +147,17 @@ final class ClientConnection: StreamDelegate {
         readingHeads = true
         defer { readingHeads = false }
         var polled = false
-        while state == .awaitingHead {
+        while phase == .awaitingHead {
             if stream.outputLength >= Self.writeHighWatermark {
                 // Responses pile up unread: take no further request until the client reads
                 // (streamWritable resumes), so memory stays bounded whatever it pipelines.
-                pausedForOutput = true
+                lifecycle.outputBacklogged()
                 stream.setReading(false)
                 stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
                 return
             }
             var available = stream.inputLength
-            if available == 0 && drainRequested && !polled {
+            if available == 0 && lifecycle.shutdown == .draining && !polled {
                 // Draining: before this connection is called idle and closed, take a request
                 // the client sent before it could learn of the close (already in the socket).
                 polled = true
@@ -186,7 +175,7 @@ final class ClientConnection: StreamDelegate {
                 return
             }
             guard let n = headLength else {
-                if timerMode != .header && !peerHalfClosed {
+                if timerMode != .header && lifecycle.headTimerApplies {
                     timerMode = .header
                     timer.schedule(after: limits.headerTimeout)
                 }
@@ -208,35 +197,30 @@ final class ClientConnection: StreamDelegate {
             case .failure(let e): respondError(GatewayError(wire: e), exchange: nil, requestID: worker.nextRequestID())
             }
         }
-        guard state == .awaitingHead else { return }
-        if drainRequested && !peerHalfClosed && stream.inputLength == 0 {
-            let idleFor = Duration.nanoseconds(Int64(EventLoop.nowNanos() &- idleSince))
-            if idleFor >= Self.drainGrace {
-                // Idle while draining: close now, before a next request can be sent on it.
-                closeAfterFlush()
-            } else if timerMode != .drainGrace {
-                // Its last response has only just gone: the next request may be on its way.
-                timerMode = .drainGrace
-                timer.schedule(after: Self.drainGrace - idleFor)
-            }
-            return
-        }
-        guard peerHalfClosed else { return }
-        // The client sends nothing more: every complete request it sent has been answered.
-        if stream.inputLength > 0 {
+        let idleFor = Duration.nanoseconds(Int64(EventLoop.nowNanos() &- idleSince))
+        switch lifecycle.whenIdle(inputBuffered: stream.inputLength, idleFor: idleFor, drainGrace: Self.drainGrace) {
+        case .keepWaiting:
+            break
+        case .close:
+            closeAfterFlush()
+        case .refuseTruncatedHead:
             respondError(GatewayError(.badRequest, status: 400,
                                       message: "the client closed its side in the middle of a request head",
                                       source: .client, mustClose: true),
                          exchange: nil, requestID: worker.nextRequestID())
-        } else {
-            closeAfterFlush()
+        case .awaitInFlightRequest(let rest):
+            // Draining, and its last response has only just gone: the next request may be on its way.
+            if timerMode != .drainGrace {
+                timerMode = .drainGrace
+                timer.schedule(after: rest)
+            }
         }
     }
 
     /// Back to reading heads after an exchange the client's connection survives: serves the
     /// requests already pipelined behind it, or closes once a half-closed client has none left.
     func awaitNextHead() {
-        state = .awaitingHead
+        lifecycle.exchangeEnded()
         idleSince = EventLoop.nowNanos()
         scanner.reset()
         stream.setReading(true)
@@ -250,7 +234,7 @@ final class ClientConnection: StreamDelegate {
     /// that began before the drain said keep-alive: the connection then closes once no
     /// request is waiting, see `readHead`.)
     var clientContinues: Bool {
-        !drainRequested && (!peerHalfClosed || stream.inputLength > 0)
+        lifecycle.carriesAnotherRequest(inputBuffered: stream.inputLength > 0)
     }
 
     // MARK: closing
@@ -259,8 +243,8 @@ final class ClientConnection: StreamDelegate {
     /// carries `Connection: close`; an idle connection closes at once (once what is queued for
     /// it has gone out), unless a request has already arrived on it, which is answered first.
     func drain() {
-        drainRequested = true
-        if state == .awaitingHead && !readingHeads { readHead() }
+        lifecycle.drain()
+        if phase == .awaitingHead && !readingHeads { readHead() }
     }
 
     func abort() {
@@ -270,8 +254,8 @@ final class ClientConnection: StreamDelegate {
     }
 
     func close() {
-        guard state != .closed else { return }
-        state = .closed
+        guard phase != .closed else { return }
+        lifecycle.closed()
         timer.cancel()
         stream.close()
         worker.clientClosed(self)
@@ -279,8 +263,8 @@ final class ClientConnection: StreamDelegate {
 
     /// Flush what is queued (an error or a final response), then close.
     func closeAfterFlush() {
-        guard state != .closed else { return }
-        state = .closed
+        guard phase != .closed else { return }
+        lifecycle.closed()
         timer.cancel()
         let w = worker
         w.flushStarted()
