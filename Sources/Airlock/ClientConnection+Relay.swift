@@ -137,13 +137,22 @@ extension ClientConnection {
             if validateResponseHead(ex, u, head, framing: framing, validator: validator) { return }
             ex.machine.validatorReleasedHead()   // accepted on sight, or a report-only reject
         }
+        writeResponseHead(ex, framing: framing)
+        pumpResponseBody()
+    }
+
+    /// The one place a relayed response head is written (streamed, or after validation with
+    /// the framing of the buffered body): re-encoded from the parsed head, never copied.
+    func writeResponseHead(_ ex: Exchange, framing: BodyFraming? = nil) {
+        guard let head = ex.response else { return }
         worker.headWriter.reset()
-        ForwardingHeads.response(head, framing: framing, out: ex.responseOut, requestMethod: ex.request.method,
+        ForwardingHeads.response(head, framing: framing ?? head.framing(requestMethod: ex.request.method),
+                                 out: ex.responseOut, requestMethod: ex.request.method,
                                  keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
-        pumpResponseBody()
+        ex.machine.validatorReleasedHead()
     }
 
     func pumpResponseBody(bounded: Bool = true) {

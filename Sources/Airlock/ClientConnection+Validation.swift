@@ -211,19 +211,6 @@ extension ClientConnection {
         finishExchange(ex)
     }
 
-    /// The response head as the relay writes it; `framing` overrides the upstream's.
-    private func writeResponseHead(_ ex: Exchange, framing: BodyFraming? = nil) {
-        guard let head = ex.response else { return }
-        worker.headWriter.reset()
-        ForwardingHeads.response(head, framing: framing ?? head.framing(requestMethod: ex.request.method),
-                                 out: ex.responseOut, requestMethod: ex.request.method,
-                                 keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
-                                 viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
-                                 into: &worker.headWriter)
-        worker.headWriter.withBytes { stream.write($0) }
-        ex.machine.validatorReleasedHead()
-    }
-
     /// The upstream's part of `finishExchange`, done as soon as its body has been read.
     private func releaseValidatedUpstream(_ ex: Exchange, reusable: Bool) {
         releaseUpstream(ex, bodyReadToEnd: reusable)
