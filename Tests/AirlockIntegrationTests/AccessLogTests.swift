@@ -87,27 +87,40 @@ final class AccessLogTests: XCTestCase {
         }
     }
 
-    /// Requests answered just before SIGTERM: every access record is on stdout before
-    /// `airlock.stopped` (nothing lost in a buffer or a queue at exit).
+    /// Requests answered just before the process exits: quick ones before SIGTERM and slow
+    /// ones still in flight when it arrives (answered during the drain, moments before exit).
+    /// Every access record is on stdout, before `airlock.stopped`: nothing is left in a
+    /// worker's buffer or the sink's queue at exit.
     func testRecordsWrittenJustBeforeSIGTERMAreAllPresent() throws {
-        let o = try origin()
+        let o = try TestOrigin(.raw { req in
+            if req.target.hasPrefix("/slow/") { usleep(400_000) }
+            return Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+        })
         defer { o.stop() }
-        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 2))
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["drain_timeout": "10s"], workers: 2))
         defer { a.stop() }
-        let clients = try (0..<2).map { _ in try RawClient(port: a.port) }
-        defer { clients.forEach { $0.close() } }
+        let quick = try (0..<2).map { _ in try RawClient(port: a.port) }
+        let slow = try (0..<16).map { _ in try RawClient(port: a.port) }
+        defer { (quick + slow).forEach { $0.close() } }
         var targets: Set<String> = []
-        for i in 0..<150 {
-            for (k, c) in clients.enumerated() {
-                let target = "/last/c\(k)/r\(i)"
+        for i in 0..<100 {
+            for (k, c) in quick.enumerated() {
+                let target = "/quick/c\(k)/r\(i)"
                 XCTAssertEqual(try c.exchange("GET \(target) HTTP/1.1\r\nHost: a\r\n\r\n").status, 200)
                 targets.insert(target)
             }
         }
+        for (k, c) in slow.enumerated() {
+            try c.send("GET /slow/\(k) HTTP/1.1\r\nHost: a\r\n\r\n")
+            targets.insert("/slow/\(k)")
+        }
+        XCTAssertTrue(o.waitForRequests(200 + slow.count, timeout: 10), "the slow requests reached the origin")
+        a.signal(SIGTERM)
+        for c in slow { XCTAssertEqual(try c.readResponse(timeout: 10).status, 200, "in flight at SIGTERM: answered") }
         let records = stopAndCollect(a)
         let accessIndexes = records.indices.filter { event(records[$0]) == "request.access" }
         let logged = accessIndexes.compactMap { records[$0]["target"] as? String }
-        XCTAssertEqual(logged.count, 300)
+        XCTAssertEqual(logged.count, targets.count)
         XCTAssertEqual(Set(logged), targets, "every request's record is written")
         let stopped = records.firstIndex { event($0) == "airlock.stopped" }
         XCTAssertNotNil(stopped)
