@@ -11,10 +11,11 @@ final class LogBuffer: @unchecked Sendable {
     private var records = 0
     let flushBytes: Int
 
-    init(sink: JSONLogSink, flushBytes: Int = JSONLogSink.flushBytes) {
+    /// `reserve`: what this buffer adds to the sink's queue bound.
+    init(sink: JSONLogSink, flushBytes: Int = JSONLogSink.flushBytes, reserve: Int = JSONLogSink.capacityPerBuffer) {
         self.sink = sink
         self.flushBytes = flushBytes
-        sink.reserve(JSONLogSink.capacityPerBuffer)
+        sink.reserve(reserve)
         bytes.reserveCapacity(4096)
     }
 
