@@ -110,34 +110,54 @@ final class LogBufferTests: XCTestCase {
         XCTAssertEqual(records.compactMap { $0?["serial"] as? Int }, kept, "kept records, whole batches, in order")
     }
 
-    /// Buffers on four threads and direct lines from a fifth, each line past PIPE_BUF, into
-    /// one file: every line whole, each thread's records all present and in order.
+    /// Buffers on three threads and direct lines from three more, each line past PIPE_BUF,
+    /// into one pipe (where a write above PIPE_BUF is not atomic) read by a slow reader: every
+    /// line whole, each thread's records all present and in order.
     func testBatchesFromManyThreadsStayWholeAndOrdered() throws {
-        let (fd, path) = tempFile()
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        defer { unlink(path) }
-        let sink = JSONLogSink(fileDescriptor: fd)
-        let buffers = (0..<4).map { _ in LogBuffer(sink: sink, flushBytes: 32 * 1024) }
-        DispatchQueue.concurrentPerform(iterations: 5) { t in
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        let reader = fds[0]
+        defer { close(reader) }
+        _ = fcntl(fds[1], 1031 /* F_SETPIPE_SZ */, 4096)
+        let collected = Lines()
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            // Until end of file or 20 s (bounded); small reads keep the pipe full.
+            var text: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 3000)
+            let limit = Date(timeIntervalSinceNow: 20)
+            while Date() < limit {
+                var p = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+                guard poll(&p, 1, 200) > 0 else { continue }
+                let n = chunk.withUnsafeMutableBytes { read(reader, $0.baseAddress!, $0.count) }
+                if n <= 0 { break }
+                text += chunk[0..<n]
+            }
+            collected.append(String(decoding: text, as: UTF8.self))
+            done.signal()
+        }.start()
+        let sink = JSONLogSink(fileDescriptor: fds[1])
+        let buffers = (0..<3).map { _ in LogBuffer(sink: sink, flushBytes: 32 * 1024) }
+        DispatchQueue.concurrentPerform(iterations: 6) { t in
             for i in 0..<100 {
                 let line = Self.record(i, from: "thread-\(t)", padding: 5000)
-                if t == 4 {
+                if t >= 3 {
                     sink.write(line: line)
                 } else {
                     buffers[t].append(line: line)
                     if i % 7 == 6 { buffers[t].flush() }
                 }
             }
-            if t < 4 { buffers[t].flush() }
+            if t < 3 { buffers[t].flush() }
         }
         sink.flush()
-        close(fd)
+        close(fds[1])
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
         XCTAssertEqual(sink.droppedRecords, 0)
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        let records = text.split(separator: "\n").map { object($0) }
-        XCTAssertEqual(records.count, 500)
+        let records = (collected.all.first ?? "").split(separator: "\n").map { object($0) }
+        XCTAssertEqual(records.count, 600)
         XCTAssertFalse(records.contains { $0 == nil }, "every line is whole JSON")
-        for t in 0..<5 {
+        for t in 0..<6 {
             let serials = records.compactMap { $0 }.filter { $0["source"] as? String == "thread-\(t)" }.compactMap { $0["serial"] as? Int }
             XCTAssertEqual(serials, Array(0..<100), "thread \(t)")
         }
