@@ -55,16 +55,21 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
             logger.handler = json.buffered(into: buffer)
             self.logger = logger
             self.logBuffer = buffer
+            // Access records skip the handler when it adds nothing to them (same bytes).
+            self.accessLog = json.metadata.isEmpty && json.metadataProvider == nil ? buffer : nil
             loop.onIterationEnd = { buffer.flush() }
         } else {
             self.logger = context.logger
             self.logBuffer = nil
+            self.accessLog = nil
         }
     }
 
     /// Writes into `logBuffer` when the gateway logs JSON lines.
     let logger: Logger
     let logBuffer: LogBuffer?
+    /// Where access records are encoded directly (`AccessRecord`); nil: through `logger`.
+    let accessLog: LogBuffer?
 
     /// Hands buffered records to the sink (the loop has stopped: called from the main thread).
     func flushLog() { logBuffer?.flush() }

@@ -10,10 +10,16 @@ import Logging
 /// Builds one JSON log line as UTF-8 bytes, by hand: no JSONEncoder, no
 /// Foundation formatters on the per-record path.
 struct JSONLineEncoder {
-    private(set) var bytes: [UInt8] = []
+    /// The line so far (a `LogBuffer` lends its own bytes, so records are encoded in place).
+    var bytes: [UInt8] = []
 
     init() {
         bytes.reserveCapacity(256)
+    }
+
+    /// Starts from `bytes` (appends after them).
+    init(appendingTo bytes: [UInt8]) {
+        self.bytes = bytes
     }
 
     mutating func append(_ text: StaticString) {
@@ -25,6 +31,12 @@ struct JSONLineEncoder {
     /// so everything else is copied through as valid UTF-8.
     mutating func appendString(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        appendStringContents(text)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// `text` escaped as in `appendString`, without the quotes.
+    mutating func appendStringContents(_ text: String) {
         var utf8 = text.utf8.makeIterator()
         while let byte = utf8.next() {
             switch byte {
@@ -45,7 +57,37 @@ struct JSONLineEncoder {
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// An integer in decimal, as `String(describing:)` writes it, without a String.
+    mutating func appendInteger<T: BinaryInteger>(_ value: T) {
+        if value < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            appendDecimal(UInt64(value.magnitude))
+        } else {
+            appendDecimal(UInt64(value))
+        }
+    }
+
+    private mutating func appendDecimal(_ value: UInt64) {
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// Lowercase hexadecimal, as `String(value, radix: 16)` writes it.
+    mutating func appendHex(_ value: UInt64) {
+        var shift = 60
+        while shift > 0 && (value >> UInt64(shift)) == 0 { shift -= 4 }
+        while shift >= 0 {
+            bytes.append(Self.hexDigits[Int((value >> UInt64(shift)) & 0xF)])
+            shift -= 4
+        }
     }
 
     private mutating func appendUnicodeEscape(_ value: UInt16) {
@@ -95,7 +137,7 @@ struct JSONLineEncoder {
         case let flag as Bool:
             flag ? append("true") : append("false")
         case let integer as any BinaryInteger:
-            bytes.append(contentsOf: String(describing: integer).utf8)
+            appendInteger(integer)
         case let number as Double:
             appendFloatingPoint(number)
         case let number as Float:
@@ -107,7 +149,7 @@ struct JSONLineEncoder {
 
     /// Finite values as JSON numbers; NaN and infinities, which JSON cannot
     /// express, as strings.
-    private mutating func appendFloatingPoint(_ number: Double) {
+    mutating func appendFloatingPoint(_ number: Double) {
         if number.isFinite {
             bytes.append(contentsOf: number.description.utf8)
         } else {

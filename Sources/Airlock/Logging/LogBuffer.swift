@@ -29,9 +29,13 @@ final class LogBuffer: @unchecked Sendable {
         recordAppended()
     }
 
-    /// Appends one record that `encode` writes into the buffer's bytes (ending in "\n").
-    func append(encoding encode: (inout [UInt8]) -> Void) {
-        encode(&bytes)
+    /// Appends one record that `encode` writes straight into the buffer's bytes (a whole
+    /// line ending in "\n"): no line of its own to allocate and copy.
+    func append(encoding encode: (inout JSONLineEncoder) -> Void) {
+        var encoder = JSONLineEncoder(appendingTo: [])
+        swap(&encoder.bytes, &bytes)
+        encode(&encoder)
+        swap(&encoder.bytes, &bytes)
         recordAppended()
     }
 
