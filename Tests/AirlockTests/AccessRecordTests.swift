@@ -1,3 +1,5 @@
+import Foundation
+import Glibc
 import Logging
 import XCTest
 @testable import Airlock
@@ -92,4 +94,65 @@ private final class LinesBox: @unchecked Sendable {
     private var collected: [String] = []
     var all: [String] { lock.withLock { collected } }
     func append(_ line: String) { lock.withLock { collected.append(line) } }
+}
+
+/// The encoder's shortcuts write what the general paths write.
+final class JSONLineEncoderShortcutTests: XCTestCase {
+    func testThousandthsMatchDoubleDescription() {
+        var values: [Double] = [0, -0.0, 0.001, 0.01, 0.1, 0.25, 1, 5, 12.345, 999.999, 1000, 1_000_000.25,
+                                999_999_999.999, 1e9, 1e12, 0.0005, 1e-7, 2.5e-4, -1, -12.345, .infinity, .nan]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let micros = Double(UInt64.random(in: 0...10_000_000_000, using: &rng))
+            values.append((micros / 1000).rounded() / 1000)   // as logAccess rounds durations
+            values.append(Double(UInt64.random(in: 0...100_000_000, using: &rng)) / 1000 / 1000)
+        }
+        for v in values {
+            var fast = JSONLineEncoder(appendingTo: [])
+            fast.appendThousandths(v)
+            var general = JSONLineEncoder(appendingTo: [])
+            general.appendValue(.stringConvertible(v))
+            XCTAssertEqual(String(decoding: fast.bytes, as: UTF8.self), String(decoding: general.bytes, as: UTF8.self), "\(v)")
+        }
+    }
+
+    /// Strings that need escaping take the byte-by-byte path; the rest are copied whole.
+    func testStringShortcutEscapesLikeTheGeneralPath() {
+        let cases = ["", "plain /path?q=1", "é ü 日本", "quote\"", "back\\slash", "tab\t", "\u{01}", "del\u{7f}",
+                     "ls\u{2028}ps\u{2029}", "\u{2027}e2-but-not-ls", "mixed é \" \u{2028}"]
+        let expected = ["", "plain /path?q=1", "é ü 日本", "quote\\\"", "back\\\\slash", "tab\\u0009", "\\u0001",
+                        "del\\u007f", "ls\\u2028ps\\u2029", "\u{2027}e2-but-not-ls", "mixed é \\\" \\u2028"]
+        for (text, want) in zip(cases, expected) {
+            var e = JSONLineEncoder(appendingTo: [])
+            e.appendString(text)
+            XCTAssertEqual(String(decoding: e.bytes, as: UTF8.self), "\"" + want + "\"", text)
+        }
+    }
+
+    /// Timestamps from the per-second cache name the second the clock is in, second after second.
+    func testCachedTimestampsFollowTheClock() {
+        var e = JSONLineEncoder(appendingTo: [])
+        var seconds: Set<String> = []
+        for _ in 0..<3 {
+            for _ in 0..<5 {
+                var before = timespec(), after = timespec()
+                clock_gettime(CLOCK_REALTIME, &before)
+                e.bytes.removeAll()
+                e.appendTimestamp()
+                clock_gettime(CLOCK_REALTIME, &after)
+                let text = String(decoding: e.bytes, as: UTF8.self)
+                XCTAssertNotNil(text.range(of: #"^"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"$"#, options: .regularExpression), text)
+                let second = String(text.prefix(20))
+                let clock = [before.tv_sec, after.tv_sec].map { s -> String in
+                    var fresh = JSONLineEncoder(appendingTo: [])
+                    fresh.appendTimestamp(seconds: s, milliseconds: 0)
+                    return String(decoding: fresh.bytes.prefix(20), as: UTF8.self)
+                }
+                XCTAssertTrue(clock.contains(second), "\(second) is not one of \(clock)")
+                seconds.insert(second)
+            }
+            usleep(600_000)
+        }
+        XCTAssertGreaterThan(seconds.count, 1, "the cached second moves on")
+    }
 }

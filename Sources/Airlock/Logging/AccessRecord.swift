@@ -58,7 +58,7 @@ struct AccessRecord {
         e.append(",\"client\":")
         e.appendString(client)
         e.append(",\"duration_ms\":")
-        e.appendFloatingPoint(durationMillis)
+        e.appendThousandths(durationMillis)
         if let request {
             e.append(",\"host\":")
             e.appendString(request.host)
@@ -91,7 +91,7 @@ struct AccessRecord {
         }
         if let upstreamTiming {
             e.append(",\"upstream_ms\":")
-            e.appendFloatingPoint(upstreamTiming.millis)
+            e.appendThousandths(upstreamTiming.millis)
             e.append(",\"upstream_reused\":")
             upstreamTiming.reused ? e.append("true") : e.append("false")
         }

@@ -12,6 +12,8 @@ import Logging
 struct JSONLineEncoder {
     /// The line so far (a `LogBuffer` lends its own bytes, so records are encoded in place).
     var bytes: [UInt8] = []
+    /// The current second, formatted (a `LogBuffer` lends its own, kept across records).
+    var timestamps = TimestampCache()
 
     init() {
         bytes.reserveCapacity(256)
@@ -37,6 +39,15 @@ struct JSONLineEncoder {
 
     /// `text` escaped as in `appendString`, without the quotes.
     mutating func appendStringContents(_ text: String) {
+        // Most strings need no escaping: checked and copied as one run of bytes.
+        let copied = text.utf8.withContiguousStorageIfAvailable { run -> Bool in
+            for byte in run where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xE2 {
+                return false
+            }
+            bytes.append(contentsOf: run)
+            return true
+        }
+        if copied == true { return }
         var utf8 = text.utf8.makeIterator()
         while let byte = utf8.next() {
             switch byte {
@@ -157,11 +168,43 @@ struct JSONLineEncoder {
         }
     }
 
-    /// `"2026-11-22T10:00:00.123Z"`, from clock_gettime and gmtime_r.
+    /// `"2026-11-22T10:00:00.123Z"`, from clock_gettime, and gmtime_r once per second
+    /// (`timestamps` keeps the second's text).
     mutating func appendTimestamp() {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        appendTimestamp(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec / 1_000_000))
+        if now.tv_sec != timestamps.second {
+            var e = JSONLineEncoder(appendingTo: [])
+            e.appendTimestamp(seconds: now.tv_sec, milliseconds: 0)
+            timestamps.second = now.tv_sec
+            timestamps.text = Array(e.bytes.dropLast(5))  // without `000Z"`
+        }
+        bytes.append(contentsOf: timestamps.text)
+        appendDigits(Int(now.tv_nsec / 1_000_000), width: 3)
+        append("Z\"")
+    }
+
+    /// What `number.description` writes, without a String when `number` is a whole number of
+    /// thousandths below a billion (a duration in milliseconds rounded to microseconds).
+    mutating func appendThousandths(_ number: Double) {
+        let scaled = (number * 1000).rounded()
+        guard number.sign == .plus, scaled < 1e12, scaled / 1000 == number else {
+            return appendFloatingPoint(number)
+        }
+        let thousandths = UInt64(scaled)
+        appendDecimal(thousandths / 1000)
+        bytes.append(UInt8(ascii: "."))
+        var fraction = thousandths % 1000
+        if fraction == 0 {
+            bytes.append(UInt8(ascii: "0"))
+            return
+        }
+        var divisor: UInt64 = 100
+        while fraction > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor))
+            fraction %= divisor
+            divisor /= 10
+        }
     }
 
     mutating func appendTimestamp(seconds: time_t, milliseconds: Int) {
@@ -200,4 +243,10 @@ struct JSONLineEncoder {
             divisor /= 10
         }
     }
+}
+
+/// The text of one second, `"2026-11-22T10:00:00.`, for the records written in it.
+struct TimestampCache {
+    fileprivate var second: time_t = -1
+    fileprivate var text: [UInt8] = []
 }

@@ -9,6 +9,7 @@ final class LogBuffer: @unchecked Sendable {
     let sink: JSONLogSink
     private var bytes: [UInt8] = []
     private var records = 0
+    private var timestamps = TimestampCache()
     let flushBytes: Int
 
     /// `reserve`: what this buffer adds to the sink's queue bound.
@@ -34,8 +35,10 @@ final class LogBuffer: @unchecked Sendable {
     func append(encoding encode: (inout JSONLineEncoder) -> Void) {
         var encoder = JSONLineEncoder(appendingTo: [])
         swap(&encoder.bytes, &bytes)
+        swap(&encoder.timestamps, &timestamps)
         encode(&encoder)
         swap(&encoder.bytes, &bytes)
+        swap(&encoder.timestamps, &timestamps)
         recordAppended()
     }
 
