@@ -61,16 +61,16 @@ extension ClientConnection {
         if let v = ex.validation { recordReject(ex, v) }
         guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
-                  upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
+                  upstream: ex.lastUpstreamAddress, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
                   duration: ex.durationMillis, complete: complete, exchange: ex)
     }
 
-    func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: String?,
+    func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: SocketAddress?,
                    bytesIn: UInt64, bytesOut: UInt64, duration: Double, complete: Bool, exchange ex: Exchange? = nil) {
         guard worker.logsAccess else { return }
         let record = AccessRecord(
             requestID: requestID, status: status, bytesIn: bytesIn, bytesOut: bytesOut,
-            durationMillis: (duration * 1000).rounded() / 1000, client: peer.description,
+            durationMillis: (duration * 1000).rounded() / 1000, client: peer,
             request: request.map { ($0.method.name, ex?.targetDescription ?? "-", $0.host) },
             route: route, upstream: upstream, incomplete: !complete,
             upstreamTiming: ex.flatMap { ex in

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import AirlockIO
 import Logging
 import XCTest
 @testable import Airlock
@@ -28,9 +29,9 @@ final class AccessRecordTests: XCTestCase {
         let full = AccessRecord(
             requestID: RequestID(prefix: "0f1e2d3c4b5a6978", worker: 12, serial: 0xdead_beef_0042),
             status: 502, bytesIn: 1234, bytesOut: UInt64.max, durationMillis: 12.345,
-            client: "[::1]:50123",
+            client: SocketAddress(ipLiteral: "::1", port: 50123)!,
             request: ("POST", "/a\"b\\c\u{01}\u{7f}\u{2028}é?q=1", "api.test"),
-            route: "api \"v2\"", upstream: "127.0.0.1:8080", incomplete: true,
+            route: "api \"v2\"", upstream: SocketAddress(ipLiteral: "10.20.30.40", port: 8080), incomplete: true,
             upstreamTiming: (0.5, true))
         var bare = full
         bare.request = nil
@@ -43,6 +44,7 @@ final class AccessRecordTests: XCTestCase {
         bare.bytesOut = 0
         bare.durationMillis = 0
         var fresh = full
+        fresh.client = SocketAddress(ipLiteral: "192.168.100.254", port: 1)!
         fresh.upstreamTiming = (1e-3, false)
         fresh.incomplete = false
         fresh.durationMillis = 1_000_000.25
@@ -78,7 +80,7 @@ final class AccessRecordTests: XCTestCase {
         let sink = JSONLogSink { lines.append($0) }
         let buffer = LogBuffer(sink: sink, reserve: 1 << 20)
         let r = AccessRecord(requestID: RequestID(prefix: "x", worker: 1, serial: 2), status: 200, bytesIn: 1,
-                             bytesOut: 2, durationMillis: 0.25, client: "127.0.0.1:1", request: nil, route: nil,
+                             bytesOut: 2, durationMillis: 0.25, client: SocketAddress(ipLiteral: "127.0.0.1", port: 1)!, request: nil, route: nil,
                              upstream: nil, incomplete: false, upstreamTiming: nil)
         buffer.append { r.encode(into: &$0) }
         buffer.append { r.encode(into: &$0) }

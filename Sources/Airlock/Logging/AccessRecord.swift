@@ -1,3 +1,4 @@
+import AirlockIO
 import Logging
 
 /// The fields of one `request.access` record, written one of two ways with the same bytes:
@@ -10,11 +11,11 @@ struct AccessRecord {
     var bytesOut: UInt64
     /// Milliseconds, rounded to microseconds.
     var durationMillis: Double
-    var client: String
+    var client: SocketAddress
     /// Method, target and host: nil when no request head was read.
     var request: (method: String, target: String, host: String)?
     var route: String?
-    var upstream: String?
+    var upstream: SocketAddress?
     var incomplete: Bool
     /// Time to the response head, and whether the upstream connection was reused: nil before
     /// an upstream answered.
@@ -29,7 +30,7 @@ struct AccessRecord {
             "bytes_in": .stringConvertible(bytesIn),
             "bytes_out": .stringConvertible(bytesOut),
             "duration_ms": .stringConvertible(durationMillis),
-            "client": .string(client),
+            "client": .string(client.description),
         ]
         if let request {
             md["method"] = .string(request.method)
@@ -37,7 +38,7 @@ struct AccessRecord {
             md["host"] = .string(request.host)
         }
         if let route { md["route"] = .string(route) }
-        if let upstream { md["upstream"] = .string(upstream) }
+        if let upstream { md["upstream"] = .string(upstream.description) }
         if incomplete { md["incomplete"] = .stringConvertible(true) }
         if let upstreamTiming {
             md["upstream_ms"] = .stringConvertible(upstreamTiming.millis)
@@ -55,8 +56,9 @@ struct AccessRecord {
         e.appendInteger(bytesIn)
         e.append(",\"bytes_out\":")
         e.appendInteger(bytesOut)
-        e.append(",\"client\":")
-        e.appendString(client)
+        e.append(",\"client\":\"")
+        client.appendDescription(to: &e.bytes)
+        e.append("\"")
         e.append(",\"duration_ms\":")
         e.appendThousandths(durationMillis)
         if let request {
@@ -86,8 +88,9 @@ struct AccessRecord {
             e.appendString(request.target)
         }
         if let upstream {
-            e.append(",\"upstream\":")
-            e.appendString(upstream)
+            e.append(",\"upstream\":\"")
+            upstream.appendDescription(to: &e.bytes)
+            e.append("\"")
         }
         if let upstreamTiming {
             e.append(",\"upstream_ms\":")
