@@ -263,13 +263,13 @@ summary() {
       err[k] += $8 + $9
       if ($1 == "direct") { dsum[$2] += $4; dcnt[$2]++ } }
     END {
-      printf "%-12s %-8s %4s %9s %8s %8s %6s %8s %7s\n", "target", "path", "runs", "req/s", "p50_ms", "p99_ms", "ratio", "rss_MiB", "errors"
+      printf "%-14s %-8s %4s %9s %8s %8s %6s %8s %7s\n", "target", "path", "runs", "req/s", "p50_ms", "p99_ms", "ratio", "rss_MiB", "errors"
       for (i = 1; i <= n; i++) {
         k = order[i]; split(k, kp, SUBSEP)
-        if (!(k in cnt)) { printf "%-12s %-8s %4d %9s\n", kp[1], kp[2], 0, fail[k]; continue }
+        if (!(k in cnt)) { printf "%-14s %-8s %4d %9s\n", kp[1], kp[2], 0, fail[k]; continue }
         m = rps[k] / cnt[k]
         ratio = (kp[2] in dcnt) ? sprintf("%.2f", m / (dsum[kp[2]] / dcnt[kp[2]])) : "-"
-        printf "%-12s %-8s %4d %9.0f %8.2f %8.2f %6s %8.1f %7d\n", kp[1], kp[2], cnt[k], m,
+        printf "%-14s %-8s %4d %9.0f %8.2f %8.2f %6s %8.1f %7d\n", kp[1], kp[2], cnt[k], m,
           p50[k] / cnt[k], p99[k] / cnt[k], ratio, rss[k], err[k]
       }
       print "(req/s, p50, p99: mean over runs; ratio: req/s / direct req/s, same path;"
