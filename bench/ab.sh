@@ -10,9 +10,14 @@
 #
 # Uses the shared harness's upstream nginx and its nginx/haproxy peers (started here if
 # they are not running, and then stopped again), the same pinning as make bench (wrk on
-# CPU 0, upstream and proxies on CPU 1), one worker each, access logs off.
+# CPU 0, upstream and proxies on CPU 1), one worker each, access logs off unless asked.
 # Env: ROUNDS (10)  DUR (2 s per run)  CONNS (64)  BENCH_PATH (/small)
 #      CONFIG (bench/gateway.yaml; its listen port is overridden)  SHARED (../shared)
+#      ARGS_A, ARGS_B: Airlock's extra arguments per side (default "--log-level warning";
+#        "" runs at the default level, access records on; stdout goes to a file either way),
+#        e.g. `ARGS_B= bench/ab.sh X X` compares one binary with logs off and on
+#      NGINX_LOG=1: one more target, nginx-log (bench/nginx-log.sh: nginx with a buffered
+#        JSON access log, access_log ... buffer=64k)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,7 +32,9 @@ if [ ! -x "$A" ] || [ ! -x "$B" ]; then die "both binaries must exist and be exe
 [ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it)"
 ROUNDS=${ROUNDS:-10}; DUR=${DUR:-2}; CONNS=${CONNS:-64}; BENCH_PATH=${BENCH_PATH:-/small}
 CONFIG=${CONFIG:-$REPO/bench/gateway.yaml}
-PORT_A=18611; PORT_B=18612
+PORT_A=18611; PORT_B=18612; PORT_NGINX_LOG=18613
+ARGS_A=${ARGS_A---log-level warning}; ARGS_B=${ARGS_B---log-level warning}
+NGINX_LOG=${NGINX_LOG:-0}
 
 started=()
 for s in upstream nginx haproxy; do
@@ -45,10 +52,11 @@ cleanup() {
 trap cleanup EXIT
 
 for side in A B; do
-  bin=$A; port=$PORT_A
-  [ $side = B ] && { bin=$B; port=$PORT_B; }
+  bin=$A; port=$PORT_A; args=$ARGS_A
+  [ $side = B ] && { bin=$B; port=$PORT_B; args=$ARGS_B; }
+  read -ra extra <<<"$args"
   # shellcheck disable=SC2046
-  $(srv_pin) "$bin" run --config "$CONFIG" --listen "127.0.0.1:$port" --workers 1 --log-level warning \
+  $(srv_pin) "$bin" run --config "$CONFIG" --listen "127.0.0.1:$port" --workers 1 "${extra[@]}" \
     >"/tmp/airlock-ab-$side.log" 2>&1 &
   pids+=($!)
   wait_port "$port" || die "airlock $side did not start (see /tmp/airlock-ab-$side.log)"
@@ -56,6 +64,14 @@ done
 
 names=(haproxy nginx A B)
 declare -A port=([haproxy]=18201 [nginx]=18101 [A]=$PORT_A [B]=$PORT_B) results=()
+if [ "$NGINX_LOG" = 1 ]; then
+  read -ra nginx_log_cmd <<<"$(bash "$REPO/bench/nginx-log.sh" /tmp/airlock-ab-nginx-log "$PORT_NGINX_LOG")"
+  # shellcheck disable=SC2046
+  $(srv_pin) "${nginx_log_cmd[@]}" </dev/null >/tmp/airlock-ab-nginx-log/stdout.log 2>&1 &
+  pids+=($!)
+  wait_port "$PORT_NGINX_LOG" || die "nginx-log did not start (see /tmp/airlock-ab-nginx-log/logs/error.log)"
+  names+=(nginx-log); port[nginx-log]=$PORT_NGINX_LOG
+fi
 run_wrk() {  # run_wrk PORT SECONDS -> req/s (integer), 0 on failure
   # shellcheck disable=SC2046  # $(wrk_pin) is "taskset -c N" or nothing: split on purpose
   timeout $(($2 + 10)) $(wrk_pin) wrk -t2 -c"$CONNS" -d"$2"s "http://127.0.0.1:$1$BENCH_PATH" 2>/dev/null \
@@ -71,8 +87,8 @@ for r in $(seq "$ROUNDS"); do
   done
   echo "$line"
 done
-echo "A = $A"
-echo "B = $B"
+echo "A = $A $ARGS_A"
+echo "B = $B $ARGS_B"
 for n in "${names[@]}"; do
   tr ' ' '\n' <<<"${results[$n]}" | grep . | sort -n \
     | awk -v n="$n" '{v[NR]=$1; s+=$1} END {printf "%-8s median %7d  mean %7d  (%d runs of %ss, req/s)\n", n, v[int((NR+1)/2)], s/NR, NR, "'"$DUR"'"}'

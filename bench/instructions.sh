@@ -15,6 +15,8 @@
 # Needs valgrind (apt) and the harness (bash $SHARED/bench/setup.sh). valgrind 3.19 cannot
 # read the toolchain's DWARF 5, so a copy of the binary without debug info is measured.
 # Env: DUR (10 s)  CONNS (16)  BENCH_PATH (/small)  HAPROXY (0)  SHARED (../shared)
+#      AIRLOCK_ARGS (default "--log-level warning"; "" measures with access records on,
+#      stdout to a file: user-space instructions only, the kernel's write(2) cost not counted)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +25,8 @@ HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port
 BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
+AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
+read -ra airlock_args <<<"$AIRLOCK_ARGS"
 DUR=${DUR:-10}; CONNS=${CONNS:-16}; BENCH_PATH=${BENCH_PATH:-/small}; HAPROXY=${HAPROXY:-0}
 for tool in valgrind callgrind_control wrk strip; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install valgrind wrk binutils)"
@@ -66,7 +70,7 @@ measure() {  # measure NAME PORT CMD...
 
 mkdir -p "$REPO/bench/results"
 strip --strip-debug -o "$work/airlock" "$BIN"
-measure airlock 18671 "$work/airlock" run --config "$REPO/bench/gateway.yaml" --listen 127.0.0.1:18671 --log-level warning
+measure airlock 18671 "$work/airlock" run --config "$REPO/bench/gateway.yaml" --listen 127.0.0.1:18671 "${airlock_args[@]}"
 if [ "$HAPROXY" = 1 ]; then
   cfg=/tmp/bench-haproxy/haproxy.cfg
   [ -f "$cfg" ] || { "$HARNESS/servers.sh" start haproxy >/dev/null; "$HARNESS/servers.sh" stop haproxy >/dev/null; }

@@ -11,6 +11,11 @@
 #   airlock-json           Airlock as a gateway validating JSON bodies: bench/gateway-json.yaml,
 #                          127.0.0.1:18503, on JSON_PATH only; airlock-gw also measures JSON_PATH,
 #                          and the table ends with the throughput ratio json/gw on it
+#   airlock-gw-log         airlock-gw with access records on (--log-level info, stdout to a
+#                          file), 127.0.0.1:18505, on LOG_PATHS
+#   nginx-log              the nginx peer with a buffered JSON access log (bench/nginx-log.sh:
+#                          access_log ... buffer=64k), 127.0.0.1:18106, on LOG_PATHS; the table
+#                          ends with the ratios airlock-gw-log/airlock-gw and nginx-log/nginx
 # then prints one table (target, path, req/s, p50, p99, ratio to direct, RSS), and
 # finally holds IDLE_CLIENTS idle keep-alive connections on a gateway-mode Airlock and
 # reports its memory (bench/idle-rss.py).
@@ -24,6 +29,7 @@
 #      PEERS="direct nginx haproxy"  SKIP_AIRLOCK=1 (peers only)  IDLE_CLIENTS=1000 (0: skip)
 #      JSON_PATH=/1k.json (the harness's 1 KiB application/json document)  SKIP_JSON=1 (no JSON row)
 #      ONLY_JSON=1 (just airlock-gw and airlock-json on JSON_PATH: a quick check of the JSON row)
+#      LOG_PATHS=/small (paths of the two access-log rows)  SKIP_LOG=1 (no access-log rows)
 #      SKIP_TLS=1 (no airlock-tls row: TLS origination to the upstream's https port, vs haproxy-tls)
 #      RESULTS_DIR (default bench/results/<timestamp>)
 set -euo pipefail
@@ -53,12 +59,15 @@ JSON_CONFIG=$REPO/bench/gateway-json.yaml; JSON_PORT=18503
 WARMUP_S=${WARMUP:-2}
 TLS_PORT=18504   # airlock-tls: gateway to the upstream's TLS port, config written at run time
 SKIP_TLS=${SKIP_TLS:-0}
+GW_LOG_PORT=18505; NGINX_LOG_PORT=18106
+LOG_PATHS=${LOG_PATHS:-/small}
+SKIP_LOG=${SKIP_LOG:-0}
 JSON_PATH=${JSON_PATH:-/1k.json}
 SKIP_JSON=${SKIP_JSON:-0}
 ONLY_JSON=${ONLY_JSON:-0}
 GW_PATHS=$PATHS
 [ "$SKIP_JSON" = 1 ] || [[ " $PATHS " == *" $JSON_PATH "* ]] || GW_PATHS="$PATHS $JSON_PATH"
-if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; fi
+if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; SKIP_LOG=1; fi
 RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
 
 [ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it); e.g. sudo make bench"
@@ -189,6 +198,14 @@ measure_tls() {  # measure_tls CONFIG PATH...
 if [ "$SKIP_AIRLOCK" != 1 ]; then
   harness airlock-gw 1 PORT=$GW_PORT MODE=reverse PATHS="$GW_PATHS" OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
   keep_log airlock-gw
+  if [ "$SKIP_LOG" != 1 ]; then
+    # Access records on (the default level), stdout to the harness's file; right after
+    # airlock-gw so that the two rows' minutes are close.
+    harness airlock-gw-log 1 PORT=$GW_LOG_PORT MODE=reverse PATHS="$LOG_PATHS" \
+      OURS_CMD="$(printf '%q run --config %q --workers %q --listen 127.0.0.1:%q --log-level info' \
+                 "$AIRLOCK_BIN" "$GW_CONFIG" "$WORKERS" "$GW_LOG_PORT")" -- ours
+    keep_log airlock-gw-log
+  fi
   if [ "$ONLY_JSON" != 1 ]; then
     harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
     keep_log airlock-fwd
@@ -210,6 +227,11 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
   fi
 fi
 
+if [ "$SKIP_LOG" != 1 ] && [ -n "$PEERS" ]; then
+  nginx_log_cmd=$(SHARED="$SHARED" bash "$REPO/bench/nginx-log.sh" "$RESULTS_DIR/nginx-log-server" "$NGINX_LOG_PORT")
+  harness nginx-log 1 PORT=$NGINX_LOG_PORT MODE=reverse PATHS="$LOG_PATHS" OURS_CMD="$nginx_log_cmd" -- ours
+fi
+
 # ---- combined results: one TSV (harness columns), `ours` renamed per step ----
 TSV=$RESULTS_DIR/results.tsv
 printf 'target\tpath\trun\treq_s\tMiB_s\tp50_ms\tp99_ms\tsock_err\tnon2xx\tpeak_rss_MiB\tcpu_s\tup_cpu_s\twrk_cpu_s\tother_cpu_s\n' > "$TSV"
@@ -221,8 +243,10 @@ add_rows() {  # add_rows STEP [RENAME]
   awk -F'\t' -v OFS='\t' -v r="$rename" 'NR > 1 { if (r != "") $1 = r; print }' "$f" >> "$TSV"
 }
 [ -z "$PEERS" ] || add_rows peers
+[ -z "$PEERS" ] || [ "$SKIP_LOG" = 1 ] || add_rows nginx-log nginx-log
 if [ "$SKIP_AIRLOCK" != 1 ]; then
   add_rows airlock-gw airlock-gw
+  [ "$SKIP_LOG" = 1 ] || add_rows airlock-gw-log airlock-gw-log
   [ "$ONLY_JSON" = 1 ] || add_rows airlock-fwd airlock-fwd
   [ "$SKIP_JSON" = 1 ] || add_rows airlock-json airlock-json
   [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-tls airlock-tls
@@ -239,13 +263,13 @@ summary() {
       err[k] += $8 + $9
       if ($1 == "direct") { dsum[$2] += $4; dcnt[$2]++ } }
     END {
-      printf "%-12s %-8s %4s %9s %8s %8s %6s %8s %7s\n", "target", "path", "runs", "req/s", "p50_ms", "p99_ms", "ratio", "rss_MiB", "errors"
+      printf "%-14s %-8s %4s %9s %8s %8s %6s %8s %7s\n", "target", "path", "runs", "req/s", "p50_ms", "p99_ms", "ratio", "rss_MiB", "errors"
       for (i = 1; i <= n; i++) {
         k = order[i]; split(k, kp, SUBSEP)
-        if (!(k in cnt)) { printf "%-12s %-8s %4d %9s\n", kp[1], kp[2], 0, fail[k]; continue }
+        if (!(k in cnt)) { printf "%-14s %-8s %4d %9s\n", kp[1], kp[2], 0, fail[k]; continue }
         m = rps[k] / cnt[k]
         ratio = (kp[2] in dcnt) ? sprintf("%.2f", m / (dsum[kp[2]] / dcnt[kp[2]])) : "-"
-        printf "%-12s %-8s %4d %9.0f %8.2f %8.2f %6s %8.1f %7d\n", kp[1], kp[2], cnt[k], m,
+        printf "%-14s %-8s %4d %9.0f %8.2f %8.2f %6s %8.1f %7d\n", kp[1], kp[2], cnt[k], m,
           p50[k] / cnt[k], p99[k] / cnt[k], ratio, rss[k], err[k]
       }
       print "(req/s, p50, p99: mean over runs; ratio: req/s / direct req/s, same path;"
@@ -264,6 +288,25 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$SKIP_JSON" != 1 ]; then
         printf "json validation on %s: airlock-json/airlock-gw req/s = %.2f (issue 4 budget: >= 0.85)\n", p, r
       } else {
         printf "json validation on %s: FAILED (missing airlock-gw or airlock-json rows)\n", p
+      }
+    }' "$TSV" >> "$RESULTS_DIR/table.txt"
+fi
+
+# ---- access logging cost: logs on / logs off, same path ----
+if [ "$SKIP_LOG" != 1 ]; then
+  awk -F'\t' -v paths="$LOG_PATHS" '
+    NR > 1 && $4 ~ /^[0-9.]+$/ { s[$1 SUBSEP $2] += $4; c[$1 SUBSEP $2]++ }
+    function mean(t, p) { return c[t SUBSEP p] ? s[t SUBSEP p] / c[t SUBSEP p] : 0 }
+    END {
+      n = split(paths, ps, " ")
+      for (i = 1; i <= n; i++) {
+        p = ps[i]; line = "access logs on " p ":"
+        if (mean("airlock-gw", p) && mean("airlock-gw-log", p))
+          line = line sprintf(" airlock-gw-log/airlock-gw req/s = %.2f (issue 12 goal: >= 0.90)", mean("airlock-gw-log", p) / mean("airlock-gw", p))
+        else line = line " airlock: FAILED (missing airlock-gw or airlock-gw-log rows)"
+        if (mean("nginx", p) && mean("nginx-log", p))
+          line = line sprintf("; nginx-log/nginx = %.2f", mean("nginx-log", p) / mean("nginx", p))
+        print line
       }
     }' "$TSV" >> "$RESULTS_DIR/table.txt"
 fi
@@ -312,7 +355,7 @@ airlock_version=skipped
 } >> "$RESULTS_DIR/env.txt"
 echo
 cat "$RESULTS_DIR/table.txt"
-log "results: $RESULTS_DIR (table.txt, table-full.txt per run, results.tsv, peers/ airlock-gw/ airlock-fwd/)"
+log "results: $RESULTS_DIR (table.txt, table-full.txt per run, results.tsv, peers/ airlock-gw/ airlock-gw-log/ nginx-log/ airlock-fwd/)"
 if grep -q 'FAIL' "$RESULTS_DIR/results.tsv" || [[ $idle_line == *FAILED* ]]; then
   log "some measurements failed (FAIL rows above)"; exit 1
 fi

@@ -62,33 +62,26 @@ extension ClientConnection {
         if let v = ex.validation { recordReject(ex, v) }
         guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
-                  upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
+                  upstream: ex.lastUpstreamAddress, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
                   duration: ex.durationMillis, complete: complete, exchange: ex)
     }
 
-    func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: String?,
+    func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: SocketAddress?,
                    bytesIn: UInt64, bytesOut: UInt64, duration: Double, complete: Bool, exchange ex: Exchange? = nil) {
         guard worker.logsAccess else { return }
-        var md: Logger.Metadata = [
-            "request_id": .stringConvertible(requestID),
-            "status": .stringConvertible(status),
-            "bytes_in": .stringConvertible(bytesIn),
-            "bytes_out": .stringConvertible(bytesOut),
-            "duration_ms": .stringConvertible((duration * 1000).rounded() / 1000),
-            "client": .string(peer.description),
-        ]
-        if let request {
-            md["method"] = .string(request.method.name)
-            md["target"] = .string(ex?.targetDescription ?? "-")
-            md["host"] = .string(request.host)
+        let record = AccessRecord(
+            requestID: requestID, status: status, bytesIn: bytesIn, bytesOut: bytesOut,
+            durationMillis: (duration * 1000).rounded() / 1000, client: peer,
+            request: request.map { ($0.method.name, ex?.targetDescription ?? "-", $0.host) },
+            route: route, upstream: upstream, incomplete: !complete,
+            upstreamTiming: ex.flatMap { ex in
+                ex.responseStartedAt > 0
+                    ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.connectedAt == 0) : nil
+            })
+        if let buffer = worker.accessLog {
+            buffer.append { record.encode(into: &$0) }
+        } else {
+            logger.info(AccessRecord.event, metadata: record.metadata)
         }
-        if let route { md["route"] = .string(route) }
-        if let upstream { md["upstream"] = .string(upstream) }
-        if !complete { md["incomplete"] = .stringConvertible(true) }
-        if let ex, ex.responseStartedAt > 0 {
-            md["upstream_ms"] = .stringConvertible(Double((ex.responseStartedAt - ex.started) / 1000) / 1000)
-            md["upstream_reused"] = .stringConvertible(ex.connectedAt == 0)
-        }
-        logger.info("request.access", metadata: md)
     }
 }

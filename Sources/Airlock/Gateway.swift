@@ -155,8 +155,9 @@ public final class Gateway: @unchecked Sendable {
         }
         mainLoop.run()
         for w in workers { w.loop.join() }
+        for w in workers { w.flushLog() }
         signals = nil
-        logger.info("airlock.stopped", metadata: [:])
+        logger.info("airlock.stopped", metadata: [:])  // written after every queued record
     }
 
     /// Listening and not draining (`/readyz`).

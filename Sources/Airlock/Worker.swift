@@ -47,9 +47,32 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.pool = ConnectionPool(maxIdlePerKey: limits.maxIdlePerUpstream)
         self.onConnectionClosed = onConnectionClosed
         self.onIdle = onIdle
+        // Records from this worker gather in its buffer, handed to the sink when the loop's
+        // iteration ends (one batch, never a write per record).
+        if let json = context.logger.handler as? JSONLogHandler {
+            let buffer = LogBuffer(sink: json.sink)
+            var logger = context.logger
+            logger.handler = json.buffered(into: buffer)
+            self.logger = logger
+            self.logBuffer = buffer
+            // Access records skip the handler when it adds nothing to them (same bytes).
+            self.accessLog = json.metadata.isEmpty && json.metadataProvider == nil ? buffer : nil
+            loop.onIterationEnd = { buffer.flush() }
+        } else {
+            self.logger = context.logger
+            self.logBuffer = nil
+            self.accessLog = nil
+        }
     }
 
-    var logger: Logger { context.logger }
+    /// Writes into `logBuffer` when the gateway logs JSON lines.
+    let logger: Logger
+    let logBuffer: LogBuffer?
+    /// Where access records are encoded directly (`AccessRecord`); nil: through `logger`.
+    let accessLog: LogBuffer?
+
+    /// Hands buffered records to the sink (the loop has stopped: called from the main thread).
+    func flushLog() { logBuffer?.flush() }
     /// An upstream connection's timeouts while it serves an exchange (upstream_timeout both
     /// ways) and while it is parked (idle_timeout, reading only), looked up once.
     private(set) lazy var upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)

@@ -30,6 +30,10 @@ public final class EventLoop: @unchecked Sendable {
 
     private var commonTimeouts: [Duration: timeval] = [:]
 
+    /// Runs on the loop's thread when each iteration ends, after its writes (a worker hands
+    /// its buffered log records over there). Set before the loop runs.
+    public var onIterationEnd: (() -> Void)?
+
     /// Where this loop's streams read small inputs before appending them (see
     /// `Stream.readOnce`); one per loop, never shared across threads.
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.readChunk, alignment: 16)
@@ -181,6 +185,7 @@ public final class EventLoop: @unchecked Sendable {
         let flags = blocking ? EVLOOP_ONCE : EVLOOP_ONCE | EVLOOP_NONBLOCK
         if event_base_loop(base, flags) != 0 { return false }
         flushDirty()
+        onIterationEnd?()
         return true
     }
 

@@ -82,6 +82,17 @@ public final class AirlockProcess: @unchecked Sendable {
     /// Every stdout line so far, without line terminators.
     public var logLines: [String] { log.allLines }
 
+    /// Stops reading the child's stdout (its pipe fills, and its writes to stdout block) until
+    /// `resumeStdout()`, `stop()`, or `maxSeconds` have passed.
+    public func pauseStdout(maxSeconds: Double = 60) {
+        log.pauseStdout(maxSeconds: maxSeconds)
+    }
+
+    /// Reads stdout again, starting with what the pipe held.
+    public func resumeStdout() {
+        log.resumeStdout()
+    }
+
     /// Everything the child wrote to stderr so far.
     public var stderrText: String { log.stderrText }
 
@@ -130,6 +141,7 @@ public final class AirlockProcess: @unchecked Sendable {
     /// SIGTERM, wait up to 10 s, then SIGKILL; then ends the reader thread and removes the temp config.
     /// Idempotent; also on deinit.
     public func stop() {
+        log.resumeStdout()
         guard process.stop(grace: 10) else { return }
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -8,6 +8,9 @@ final class ProcessLog: @unchecked Sendable {
     private var partialLine: [UInt8] = []
     private var stderrBytes: [UInt8] = []
     private var readerEnded = false
+    /// While set (until the date), the reader holds the stdout bytes it has and reads no more:
+    /// the child's stdout pipe fills and its writes block, as with a consumer that stalls.
+    private var stdoutPausedUntil: Date?
 
     static let stderrLimit = 4 << 20
 
@@ -15,8 +18,24 @@ final class ProcessLog: @unchecked Sendable {
     var stderrText: String { condition.withLock { String(decoding: stderrBytes, as: UTF8.self) } }
     var hasReaderEnded: Bool { condition.withLock { readerEnded } }
 
+    /// Stops reading stdout until `resumeStdout()`, or for `maxSeconds` at most.
+    func pauseStdout(maxSeconds: Double) {
+        condition.withLock { stdoutPausedUntil = Date(timeIntervalSinceNow: maxSeconds) }
+    }
+
+    func resumeStdout() {
+        condition.withLock {
+            stdoutPausedUntil = nil
+            condition.broadcast()
+        }
+    }
+
     func appendStdout(_ bytes: [UInt8]) {
         condition.withLock {
+            while let until = stdoutPausedUntil, Date() < until {
+                _ = condition.wait(until: until)
+            }
+            stdoutPausedUntil = nil
             var start = 0
             for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") {
                 partialLine += bytes[start..<index]

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// Process-wide logging setup: JSON lines on standard output.
 public enum AirlockLogging {
@@ -16,12 +17,11 @@ public enum AirlockLogging {
 }
 
 /// True exactly once, for the first caller, from any thread.
-private final class OnceFlag: @unchecked Sendable {
-    private let lock = LogLock()
-    private var claimed = false
+private final class OnceFlag: Sendable {
+    private let claimed = Mutex(false)
 
     func claim() -> Bool {
-        lock.withLock {
+        claimed.withLock { claimed in
             if claimed { return false }
             claimed = true
             return true

@@ -10,10 +10,18 @@ import Logging
 /// Builds one JSON log line as UTF-8 bytes, by hand: no JSONEncoder, no
 /// Foundation formatters on the per-record path.
 struct JSONLineEncoder {
-    private(set) var bytes: [UInt8] = []
+    /// The line so far (a `LogBuffer` lends its own bytes, so records are encoded in place).
+    var bytes: [UInt8] = []
+    /// The current second, formatted (a `LogBuffer` lends its own, kept across records).
+    var timestamps = TimestampCache()
 
     init() {
         bytes.reserveCapacity(256)
+    }
+
+    /// Starts from `bytes` (appends after them).
+    init(appendingTo bytes: [UInt8]) {
+        self.bytes = bytes
     }
 
     mutating func append(_ text: StaticString) {
@@ -25,6 +33,21 @@ struct JSONLineEncoder {
     /// so everything else is copied through as valid UTF-8.
     mutating func appendString(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        appendStringContents(text)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// `text` escaped as in `appendString`, without the quotes.
+    mutating func appendStringContents(_ text: String) {
+        // Most strings need no escaping: checked and copied as one run of bytes.
+        let copied = text.utf8.withContiguousStorageIfAvailable { run -> Bool in
+            for byte in run where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xE2 {
+                return false
+            }
+            bytes.append(contentsOf: run)
+            return true
+        }
+        if copied == true { return }
         var utf8 = text.utf8.makeIterator()
         while let byte = utf8.next() {
             switch byte {
@@ -45,7 +68,37 @@ struct JSONLineEncoder {
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// An integer in decimal, as `String(describing:)` writes it, without a String.
+    mutating func appendInteger<T: BinaryInteger>(_ value: T) {
+        if value < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            appendDecimal(UInt64(value.magnitude))
+        } else {
+            appendDecimal(UInt64(value))
+        }
+    }
+
+    private mutating func appendDecimal(_ value: UInt64) {
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// Lowercase hexadecimal, as `String(value, radix: 16)` writes it.
+    mutating func appendHex(_ value: UInt64) {
+        var shift = 60
+        while shift > 0 && (value >> UInt64(shift)) == 0 { shift -= 4 }
+        while shift >= 0 {
+            bytes.append(Self.hexDigits[Int((value >> UInt64(shift)) & 0xF)])
+            shift -= 4
+        }
     }
 
     private mutating func appendUnicodeEscape(_ value: UInt16) {
@@ -95,7 +148,7 @@ struct JSONLineEncoder {
         case let flag as Bool:
             flag ? append("true") : append("false")
         case let integer as any BinaryInteger:
-            bytes.append(contentsOf: String(describing: integer).utf8)
+            appendInteger(integer)
         case let number as Double:
             appendFloatingPoint(number)
         case let number as Float:
@@ -107,7 +160,7 @@ struct JSONLineEncoder {
 
     /// Finite values as JSON numbers; NaN and infinities, which JSON cannot
     /// express, as strings.
-    private mutating func appendFloatingPoint(_ number: Double) {
+    mutating func appendFloatingPoint(_ number: Double) {
         if number.isFinite {
             bytes.append(contentsOf: number.description.utf8)
         } else {
@@ -115,11 +168,43 @@ struct JSONLineEncoder {
         }
     }
 
-    /// `"2026-11-22T10:00:00.123Z"`, from clock_gettime and gmtime_r.
+    /// `"2026-11-22T10:00:00.123Z"`, from clock_gettime, and gmtime_r once per second
+    /// (`timestamps` keeps the second's text).
     mutating func appendTimestamp() {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        appendTimestamp(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec / 1_000_000))
+        if now.tv_sec != timestamps.second {
+            var e = JSONLineEncoder(appendingTo: [])
+            e.appendTimestamp(seconds: now.tv_sec, milliseconds: 0)
+            timestamps.second = now.tv_sec
+            timestamps.text = Array(e.bytes.dropLast(5))  // without `000Z"`
+        }
+        bytes.append(contentsOf: timestamps.text)
+        appendDigits(Int(now.tv_nsec / 1_000_000), width: 3)
+        append("Z\"")
+    }
+
+    /// What `number.description` writes, without a String when `number` is a whole number of
+    /// thousandths below a billion (a duration in milliseconds rounded to microseconds).
+    mutating func appendThousandths(_ number: Double) {
+        let scaled = (number * 1000).rounded()
+        guard number.sign == .plus, scaled < 1e12, scaled / 1000 == number else {
+            return appendFloatingPoint(number)
+        }
+        let thousandths = UInt64(scaled)
+        appendDecimal(thousandths / 1000)
+        bytes.append(UInt8(ascii: "."))
+        var fraction = thousandths % 1000
+        if fraction == 0 {
+            bytes.append(UInt8(ascii: "0"))
+            return
+        }
+        var divisor: UInt64 = 100
+        while fraction > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor))
+            fraction %= divisor
+            divisor /= 10
+        }
     }
 
     mutating func appendTimestamp(seconds: time_t, milliseconds: Int) {
@@ -158,4 +243,10 @@ struct JSONLineEncoder {
             divisor /= 10
         }
     }
+}
+
+/// The text of one second, `"2026-11-22T10:00:00.`, for the records written in it.
+struct TimestampCache {
+    fileprivate var second: time_t = -1
+    fileprivate var text: [UInt8] = []
 }

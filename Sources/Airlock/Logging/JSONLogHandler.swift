@@ -13,7 +13,10 @@ public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
-    private let sink: JSONLogSink
+    let sink: JSONLogSink
+    /// A worker's buffer: records go there (and to `sink` in batches) instead of one
+    /// write each. Set only on handlers used on that worker's loop.
+    private var buffer: LogBuffer?
 
     /// Writes to `sink` (standard output by default). Handlers that share an
     /// output must share the sink.
@@ -54,7 +57,15 @@ public struct JSONLogHandler: LogHandler {
         if let error = event.error, merged["error"] == nil {
             merged["error"] = .string(String(describing: error))
         }
-        sink.write(line: Self.encode(level: event.level, message: event.message.description, metadata: merged))
+        let line = Self.encode(level: event.level, message: event.message.description, metadata: merged)
+        if let buffer { buffer.append(line: line) } else { sink.write(line: line) }
+    }
+
+    /// This handler writing into `buffer` (a worker's, over this handler's sink).
+    func buffered(into buffer: LogBuffer) -> JSONLogHandler {
+        var h = self
+        h.buffer = buffer
+        return h
     }
 
     /// The line's bytes, ending in "\n", timestamped now.
