@@ -1,3 +1,4 @@
+import CLibevent
 import Glibc
 
 /// The socket calls of an outgoing TCP connection, apart from the stream that then owns
