@@ -1,5 +1,6 @@
 import AirlockIO
 import AirlockSecurity
+import AirlockSession
 
 /// The security-policy phase of a TLS upstream: after the handshake and before any byte
 /// of the request, the route's policy answers AFSecurityPolicy's one question.

@@ -1,4 +1,6 @@
-import CLibevent
+// Public: the @inlinable input accessors (inputLength, withInput) call libevent directly.
+public import CLibevent
+import CLiburing   // iovec (sys/uio.h) is defined in the module of the first header that includes it
 import Glibc
 
 /// Input: what the owner reads, and how the stream reads the socket. Small reads (requests,

@@ -1,4 +1,5 @@
 import CLibevent
+import CLiburing   // iovec (sys/uio.h) is defined in the module of the first header that includes it
 import Glibc
 
 /// Output: what the owner queues, and how it reaches the socket. Written through at the

@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// Process-wide logging setup: JSON lines on standard output.
 public enum AirlockLogging {
