@@ -90,7 +90,9 @@ extension Stream {
         if total > 0 {
             if evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
             // Decrypted bytes left inside OpenSSL fire no socket event: come back for them.
-            if let tls, tls.hasPending || n == -2 || n == 0 { event_active(readEvent, Int32(airlock_ev_read()), 0) }
+            if let t = tlsSession, n == -2 || n == 0 || t._withUnsafeGuaranteedRef({ $0.hasPending }) {
+                event_active(readEvent, Int32(airlock_ev_read()), 0)
+            }
             delegate?.streamReadable(self)
             unstage()
             // A close that arrived with the data is seen on the next read.
@@ -111,7 +113,7 @@ extension Stream {
     /// One read: > 0 bytes, 0 end of stream, -1 with errno set (EAGAIN: nothing now),
     /// -2 TLS failure (`TLSClientSession.readFailure`).
     private func readOnce() -> Int {
-        if let tls { return tlsReadOnce(tls) }
+        if let t = tlsSession { return t._withUnsafeGuaranteedRef { tlsReadOnce($0) } }
         if !bulkReads {
             let scratch = loop.readScratch
             let got = recv(fd, scratch.baseAddress, scratch.count, 0)
@@ -195,7 +197,7 @@ extension Stream {
     /// already holds (otherwise the socket's own readiness brings us back, and an extra
     /// read would only return EAGAIN).
     private func moreToRead(_ n: Int) -> Bool {
-        if let tls { return n > 0 && tls.hasPending }
+        if let t = tlsSession { return n > 0 && t._withUnsafeGuaranteedRef { $0.hasPending } }
         return n >= (bulkReads ? Self.bulkReserve : Self.readChunk)
     }
 }

@@ -21,7 +21,7 @@ extension Stream {
             return
         }
         tlsSetup = nil
-        tls = session
+        tlsSession = Unmanaged.passRetained(session)
         state = .handshaking
         continueHandshake()
     }

@@ -59,8 +59,7 @@ extension Stream {
         guard !writeArmed, outputMayGo else { return true }
         // TLS: encrypt first (into `wire`; OpenSSL calls nothing of ours but WireBIO).
         // A failure is kept for `flush`, which reports it.
-        if let tls, let why = tls.encrypt(output) {
-            tls.encryptFailure = why
+        if let t = tlsSession, !t._withUnsafeGuaranteedRef({ encryptQueued($0) }) {
             return false
         }
         var chain = iovec()
@@ -90,7 +89,7 @@ extension Stream {
 
     /// One write attempt; arms or disarms the write event and reports progress.
     func writeOut() {
-        if let tls, !encrypt(tls) { return }
+        if let t = tlsSession, !t._withUnsafeGuaranteedRef({ encrypt($0) }) { return }
         let n = plainWrite()
         afterPlainWrite(n, error: n < 0 ? errno : 0)
     }
@@ -128,6 +127,13 @@ extension Stream {
             if n > 0 { evbuffer_drain(buffer, n) }
             return n
         }
+    }
+
+    /// `queueFlush`'s encryption: a failure is kept for `flush`, which reports it. Runs no callback.
+    private func encryptQueued(_ tls: TLSClientSession) -> Bool {
+        guard let why = tls.encrypt(output) else { return true }
+        tls.encryptFailure = why
+        return false
     }
 
     /// Encrypts all queued plaintext into the session's `wire` (or reports the failure a

@@ -55,8 +55,13 @@ public final class Stream {
     var pendingConnectError: Int32 = 0
     /// For a TLS upstream: how to start TLS, until the handshake starts.
     var tlsSetup: TLSSetup?
-    /// The TLS session, from the start of the handshake; nil on plain streams.
-    var tls: TLSClientSession?
+    /// The TLS session, from the start of the handshake; nil on plain streams. The stream
+    /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
+    /// unmanaged, so the read and write paths use the session without a retain/release pair
+    /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
+    var tlsSession: Unmanaged<TLSClientSession>?
+    /// The TLS session as an ordinary reference, for the paths that are not hot.
+    var tls: TLSClientSession? { tlsSession?.takeUnretainedValue() }
 
     enum State {
         case connecting      // → .handshaking, .open or .closed
@@ -110,7 +115,7 @@ public final class Stream {
     }
 
     deinit {
-        tls = nil   // SSL_free before the socket closes
+        tlsSession?.release()   // SSL_free before the socket closes
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
