@@ -3,6 +3,8 @@ import PackageDescription
 
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(
@@ -42,7 +44,7 @@ let package = Package(
         // The only module that touches C.
         .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
 
-        .target(name: "AirlockSession", dependencies: ["AirlockWire", "AirlockSecurity"], swiftSettings: strict),
+        .target(name: "AirlockSession", swiftSettings: strict),
 
         .target(
             name: "Airlock",

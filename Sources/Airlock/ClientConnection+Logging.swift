@@ -1,6 +1,7 @@
 import AirlockIO
 import AirlockWire
 import Logging
+import AirlockSession
 
 /// The error and logging phases: the single place where responses are refused and where
 /// access and error records are written.

@@ -1,6 +1,8 @@
 import AirlockIO
 import AirlockSerialization
 import AirlockWire
+import AirlockSession
+import Logging
 
 /// The validate phase: between the parsed response head and the relay to the client. Runs only
 /// on routes with a `response:` block (`RouteConfig.validator`); see `ResponseValidation.Phase`.

@@ -1,4 +1,5 @@
 import AirlockIO
+import Logging
 
 extension Gateway {
     /// The admin listener's bound port (the real one when the configuration said 0); nil when

@@ -1,6 +1,6 @@
 import AirlockIO
 import Glibc
-import Logging
+public import Logging
 import Synchronization
 
 /// The gateway process: one acceptor loop (listener and signals) and one worker loop per

@@ -1,5 +1,6 @@
 import AirlockIO
 import Synchronization
+import AirlockSecurity
 
 /// The gateway's OpenSSL client contexts by trust identity (policy + CA files), shared
 /// by all workers (an SSL_CTX is thread-safe) and created the first time a route needs

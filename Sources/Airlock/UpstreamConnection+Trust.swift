@@ -1,5 +1,6 @@
 import AirlockIO
 import AirlockSecurity
+import AirlockSession
 
 /// The security-policy phase of a TLS upstream: after the handshake and before any byte
 /// of the request, the route's policy answers AFSecurityPolicy's one question.
@@ -36,7 +37,7 @@ extension UpstreamConnection {
             if let s = takePendingSession() { worker.tlsSessions.store(s, for: sessionKey) }
             owner?.upstreamConnected(self)
         case .rejected(let failure):
-            if let s = takePendingSession() { TLSSessionCache.release(s) }
+            _ = takePendingSession()
             worker.tlsSessions.remove(sessionKey)
             let o = owner
             close()
@@ -46,16 +47,12 @@ extension UpstreamConnection {
 
     /// A session the server issued: cached once this connection is trusted (TLS 1.2
     /// sessions arrive during the handshake, before the evaluation).
-    func offerSession(_ session: OpaquePointer) -> Bool {
+    func offerSession(_ session: TLSSessionTicket) {
         if trusted {
             worker.tlsSessions.store(session, for: sessionKey)
-            return true
+        } else if state == .connecting {
+            setPendingSession(session)
         }
-        if state == .connecting {
-            if let old = replacePendingSession(session) { TLSSessionCache.release(old) }
-            return true
-        }
-        return false
     }
 
     static func facts(_ c: PeerCertificate) -> CertificateFacts {

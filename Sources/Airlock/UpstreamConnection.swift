@@ -26,7 +26,7 @@ final class UpstreamConnection: StreamDelegate {
     let security: RouteSecurity?
     let sessionKey: String
     var trusted = false
-    private var pendingSession: OpaquePointer?
+    private var pendingSession: TLSSessionTicket?
 
     enum State {
         case connecting   // → .active or .closed
@@ -46,8 +46,8 @@ final class UpstreamConnection: StreamDelegate {
         if key.scheme == "https", let security {
             let ctx = try worker.context.tls.context(for: security)
             let sink = SessionSink()
-            let tls = TLSSetup(context: ctx, serverName: key.host, session: worker.tlsSessions.retainedSession(for: sessionKey)) {
-                sink.connection?.offerSession($0) ?? false
+            let tls = TLSSetup(context: ctx, serverName: key.host, session: worker.tlsSessions.session(for: sessionKey)) {
+                sink.connection?.offerSession($0)
             }
             stream = try Stream(loop: worker.loop, connectingTo: address, timeout: worker.limits.connectTimeout, tls: tls)
             sink.connection = self
@@ -60,14 +60,13 @@ final class UpstreamConnection: StreamDelegate {
 
     var isReused: Bool { exchanges > 1 }
 
-    func takePendingSession() -> OpaquePointer? {
+    func takePendingSession() -> TLSSessionTicket? {
         defer { pendingSession = nil }
         return pendingSession
     }
 
-    func replacePendingSession(_ s: OpaquePointer) -> OpaquePointer? {
-        defer { pendingSession = s }
-        return pendingSession
+    func setPendingSession(_ s: TLSSessionTicket) {
+        pendingSession = s
     }
 
 
@@ -90,10 +89,7 @@ final class UpstreamConnection: StreamDelegate {
 
     func close() {
         guard state != .closed else { return }
-        if let s = pendingSession {
-            pendingSession = nil
-            TLSSessionCache.release(s)
-        }
+        pendingSession = nil
         state = .closed
         owner = nil
         stream.close()

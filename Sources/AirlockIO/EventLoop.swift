@@ -11,10 +11,8 @@ public final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     private var wakeEvent: OpaquePointer?
     private let wakeFD: Int32
-    private var pending: [@Sendable () -> Void] = []
-    /// True while a wake-up is written and not yet read (one eventfd write per batch).
-    private var wakePending = false
-    private let lock = Mutex()
+    /// Work other threads queued for this loop (`execute`).
+    private let inbox = Mutex(Inbox())
     private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
     /// Streams written to during the current iteration, flushed when it ends: those that
@@ -147,10 +145,10 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on this loop's thread, in submission order.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        let mustWake = lock.withLock { () -> Bool in
-            pending.append(work)
-            defer { wakePending = true }
-            return !wakePending
+        let mustWake = inbox.withLock { inbox -> Bool in
+            inbox.pending.append(work)
+            defer { inbox.wakePending = true }
+            return !inbox.wakePending
         }
         if mustWake { wake() }
     }
@@ -158,10 +156,10 @@ public final class EventLoop: @unchecked Sendable {
     fileprivate func drainPending() {
         var counter: UInt64 = 0
         _ = Glibc.read(wakeFD, &counter, 8)
-        let jobs = lock.withLock { () -> [@Sendable () -> Void] in
-            let j = pending
-            pending.removeAll(keepingCapacity: true)
-            wakePending = false
+        let jobs = inbox.withLock { inbox -> [@Sendable () -> Void] in
+            let j = inbox.pending
+            inbox.pending.removeAll(keepingCapacity: true)
+            inbox.wakePending = false
             return j
         }
         for job in jobs { job() }
@@ -227,16 +225,11 @@ private let eventLoopWakeCallback: @convention(c) (Int32, Int16, UnsafeMutableRa
     Unmanaged<EventLoop>.fromOpaque(ctx!).takeUnretainedValue().drainPending()
 }
 
-/// A small pthread mutex (Foundation stays out of the I/O module).
-final class Mutex: @unchecked Sendable {
-    private var m = pthread_mutex_t()
-    init() { pthread_mutex_init(&m, nil) }
-    deinit { pthread_mutex_destroy(&m) }
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&m)
-        defer { pthread_mutex_unlock(&m) }
-        return try body()
-    }
+/// What `execute` hands a loop from other threads, under its mutex.
+private struct Inbox {
+    var pending: [@Sendable () -> Void] = []
+    /// True while a wake-up is written and not yet read (one eventfd write per batch).
+    var wakePending = false
 }
 
 /// A stream's read and write timeouts, ready for libevent (see `EventLoop.timeouts`).

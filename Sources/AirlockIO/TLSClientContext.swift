@@ -126,9 +126,9 @@ public final class TLSClientContext: @unchecked Sendable {
 }
 
 /// A new TLS session from a server (TLS 1.3 tickets arrive after the handshake): handed
-/// to the stream that owns the connection; it decides whether to keep it.
+/// to the session that owns the connection, which takes OpenSSL's reference (returns 1).
 private let tlsNewSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { ssl, session in
     guard let ssl, let session, let p = airlock_SSL_get_app_data(ssl) else { return 0 }
-    let s = Unmanaged<Stream>.fromOpaque(p).takeUnretainedValue()
-    return s.tlsNewSession(session) ? 1 : 0
+    Unmanaged<TLSClientSession>.fromOpaque(p).takeUnretainedValue().offer(session)
+    return 1
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// A child started with `posix_spawn`, its stdout and stderr on pipes, stdin from /dev/null.
 /// The child gets default signal dispositions and an empty signal mask whatever the test process set.
@@ -10,8 +11,8 @@ final class ChildProcess: @unchecked Sendable {
     let stderrFD: Int32
     let executable: String
 
-    private let lock = NSLock()
-    private var exitStatus: Int32?
+    /// Set once the child is reaped.
+    private let exitStatus = Mutex<Int32?>(nil)
 
     private init(pid: pid_t, stdoutFD: Int32, stderrFD: Int32, executable: String) {
         self.pid = pid
@@ -80,7 +81,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// The exit status if the child has exited (reaping it), else nil. Exit code, or 128 + signal number.
     func exitStatusIfExited() -> Int32? {
-        lock.withLock {
+        exitStatus.withLock { exitStatus in
             if let exitStatus { return exitStatus }
             var status: Int32 = 0
             var rc: pid_t
@@ -106,7 +107,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Sends `sig` unless the child has already been reaped.
     func signal(_ sig: Int32) {
-        lock.withLock {
+        exitStatus.withLock { exitStatus in
             guard exitStatus == nil else { return }
             _ = kill(pid, sig)
         }

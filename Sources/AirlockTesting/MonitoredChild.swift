@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// A child process whose stdout and stderr are read on a background thread (`ProcessLog`),
 /// with the waker that unblocks that reader: the part `AirlockProcess` and `TLSTestOrigin`
@@ -8,8 +9,7 @@ final class MonitoredChild: @unchecked Sendable {
     let child: ChildProcess
     let log: ProcessLog
     private let waker: Waker
-    private let stopLock = NSLock()
-    private var stopped = false
+    private let stopped = Mutex(false)
 
     /// Spawns `executable arguments...` and starts reading its output on a thread named
     /// `threadName:<pid>`.
@@ -60,7 +60,7 @@ final class MonitoredChild: @unchecked Sendable {
     /// SIGTERM, SIGKILL after `grace` s, then ends the reader thread. True the first time only.
     @discardableResult
     func stop(grace: Double) -> Bool {
-        let first: Bool = stopLock.withLock {
+        let first: Bool = stopped.withLock { stopped in
             defer { stopped = true }
             return !stopped
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// `openssl s_server` on 127.0.0.1:<ephemeral> as a child process, for TLS behaviour Python's ssl module
 /// cannot produce (old protocol versions, a server-initiated renegotiation). Its stdin is a FIFO this object
@@ -11,8 +12,8 @@ public final class OpenSSLServer: @unchecked Sendable {
 
     private let process: MonitoredChild
     private let directory: String
-    private let lock = NSLock()
-    private var stdinFD: Int32
+    /// The write end of s_server's stdin FIFO; -1 once stopped.
+    private let stdinFD: Mutex<Int32>
     /// The port from s_server's `ACCEPT 127.0.0.1:<port>` line.
     public let port: UInt16
 
@@ -27,19 +28,20 @@ public final class OpenSSLServer: @unchecked Sendable {
             throw error
         }
         // Read-write, so neither this open nor the child's blocks, and s_server never reads end of file.
-        stdinFD = open(fifo, O_RDWR | O_CLOEXEC)
-        guard stdinFD >= 0 else {
+        let fd = open(fifo, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
             let error = Descriptors.systemError("open \(fifo)")
             try? FileManager.default.removeItem(atPath: directory)
             throw error
         }
+        stdinFD = Mutex(fd)
         let fullArguments = ["-c", "exec \"$0\" s_server -accept 127.0.0.1:0 \"$@\" < \"$FIFO\"", Self.executable] + arguments
         do {
             process = try MonitoredChild(executable: "/bin/sh", arguments: fullArguments,
                                          environment: ChildProcess.environmentWithoutProxies().merging(["FIFO": fifo]) { $1 },
                                          threadName: "OpenSSLServer")
         } catch {
-            Glibc.close(stdinFD)
+            Glibc.close(fd)
             try? FileManager.default.removeItem(atPath: directory)
             throw error
         }
@@ -84,7 +86,7 @@ public final class OpenSSLServer: @unchecked Sendable {
 
     /// Writes `text` to s_server's stdin, in one write.
     public func send(_ text: String) throws {
-        try lock.withLock {
+        try stdinFD.withLock { stdinFD throws(AirlockTestingError) in
             guard stdinFD >= 0 else { throw AirlockTestingError(.closed, "OpenSSLServer is stopped") }
             let bytes = Array(text.utf8)
             let n = bytes.withUnsafeBytes { write(stdinFD, $0.baseAddress, $0.count) }
@@ -95,7 +97,7 @@ public final class OpenSSLServer: @unchecked Sendable {
     /// SIGTERM (SIGKILL after 5 s), then closes the FIFO and removes it. Idempotent; also on deinit.
     public func stop() {
         process.stop(grace: 5)
-        lock.withLock {
+        stdinFD.withLock { stdinFD in
             if stdinFD >= 0 { Glibc.close(stdinFD) }
             stdinFD = -1
         }

@@ -1,25 +1,27 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// A raw TCP client for hostile, pipelined and slow-reader tests. Bytes the peer sent beyond one response
 /// stay buffered for the next read. Calls are serialized; every read and write is bounded by a timeout.
 public final class RawClient: @unchecked Sendable {
-    private let lock = NSLock()   // guards everything below; held for the length of one call
-    private var fd: Int32
+    /// The socket (-1 once closed). Its lock also guards `reader`, and is held for the length of one call.
+    private let fd: Mutex<Int32>
     private let reader: HTTPReader
 
     /// Connects to `host:port`. `receiveBufferSize` sets SO_RCVBUF before connecting, where it also limits
     /// the advertised TCP window (set it there for slow-reader tests).
     public init(port: UInt16, host: String = "127.0.0.1", receiveBufferSize: Int? = nil, connectTimeout: Double = 10) throws {
-        fd = try Socket.connect(host: host, port: port, timeout: connectTimeout, receiveBuffer: receiveBufferSize)
+        let fd = try Socket.connect(host: host, port: port, timeout: connectTimeout, receiveBuffer: receiveBufferSize)
+        self.fd = Mutex(fd)
         reader = HTTPReader(fd: fd, waker: nil)
     }
 
     deinit {
-        if fd >= 0 { Glibc.close(fd) }
+        fd.withLock { fd in if fd >= 0 { Glibc.close(fd) } }
     }
 
-    public var localPort: UInt16 { lock.withLock { fd >= 0 ? Socket.localPort(fd) : 0 } }
+    public var localPort: UInt16 { fd.withLock { fd in fd >= 0 ? Socket.localPort(fd) : 0 } }
 
     // MARK: Writing
 
@@ -35,7 +37,7 @@ public final class RawClient: @unchecked Sendable {
 
     /// Half-closes: the peer reads end of stream, this side can still read.
     public func shutdownWrite() {
-        lock.withLock {
+        fd.withLock { fd in
             if fd >= 0 { _ = shutdown(fd, Int32(SHUT_WR)) }
         }
     }
@@ -126,18 +128,18 @@ public final class RawClient: @unchecked Sendable {
     }
 
     /// The peer reset the connection (ECONNRESET) rather than closing it in order.
-    public var wasReset: Bool { lock.withLock { reader.sawReset } }
+    public var wasReset: Bool { fd.withLock { _ in reader.sawReset } }
 
     /// SO_RCVBUF on the connected socket (the kernel doubles it and may clamp it).
     public func setReceiveBuffer(_ bytes: Int) {
-        lock.withLock {
+        fd.withLock { fd in
             if fd >= 0 { Socket.setReceiveBuffer(fd, bytes: bytes) }
         }
     }
 
     /// Closes the socket. Idempotent; also on deinit.
     public func close() {
-        lock.withLock {
+        fd.withLock { fd in
             guard fd >= 0 else { return }
             Glibc.close(fd)
             fd = -1
@@ -145,9 +147,9 @@ public final class RawClient: @unchecked Sendable {
     }
 
     private func withOpenSocket<T>(_ body: (Int32) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        guard fd >= 0 else { throw AirlockTestingError(.closed, "RawClient is closed") }
-        return try body(fd)
+        try fd.withLock { fd throws(any Error) -> T in
+            guard fd >= 0 else { throw AirlockTestingError(.closed, "RawClient is closed") }
+            return try body(fd)
+        }
     }
 }

@@ -1,15 +1,19 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// A self-pipe that interrupts every `poll` in this library that was handed it.
 /// Once woken it stays readable, so every later wait returns at once.
 /// Close it only after every thread that polls it has finished.
-final class Waker: @unchecked Sendable {
+final class Waker: Sendable {
     let readFD: Int32
     private let writeFD: Int32
-    private let lock = NSLock()
-    private var woken = false
-    private var closed = false
+    private let state = Mutex(State())
+
+    private struct State {
+        var woken = false
+        var closed = false
+    }
 
     init() throws {
         let fds = try Descriptors.make("pipe") {
@@ -21,21 +25,21 @@ final class Waker: @unchecked Sendable {
         Descriptors.setNonBlocking(writeFD, true)
     }
 
-    var isWoken: Bool { lock.withLock { woken } }
+    var isWoken: Bool { state.withLock { $0.woken } }
 
     func wake() {
-        lock.withLock {
-            guard !woken, !closed else { return }
-            woken = true
+        state.withLock { state in
+            guard !state.woken, !state.closed else { return }
+            state.woken = true
             var byte: UInt8 = 1
             while Glibc.write(writeFD, &byte, 1) < 0, errno == EINTR {}
         }
     }
 
     func close() {
-        lock.withLock {
-            guard !closed else { return }
-            closed = true
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
             _ = Glibc.close(readFD)
             _ = Glibc.close(writeFD)
         }

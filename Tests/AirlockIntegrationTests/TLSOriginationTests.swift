@@ -1,5 +1,6 @@
 import AirlockTesting
 import Foundation
+import Synchronization
 import XCTest
 
 /// TLS origination with AFSecurityPolicy-style pinning (issue 3), end to end: a plain-HTTP client, Airlock, and a
@@ -501,9 +502,8 @@ final class TLSOriginationTests: XCTestCase {
 }
 
 /// Failures collected from concurrent clients.
-private final class Failures: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [String] = []
-    func add(_ s: String) { lock.withLock { items.append(s) } }
-    var all: [String] { lock.withLock { items } }
+private final class Failures: Sendable {
+    private let items = Mutex<[String]>([])
+    func add(_ s: String) { items.withLock { $0.append(s) } }
+    var all: [String] { items.withLock { $0 } }
 }

@@ -1,5 +1,6 @@
 import XCTest
 @testable import Airlock
+import AirlockSerialization
 
 final class AirlockConfigLoadingTests: XCTestCase {
     /// What `workers: auto` must mean (README: "the number of active cores"), from the platform, not from

@@ -1,5 +1,6 @@
 import XCTest
 @testable import Airlock
+import AirlockSecurity
 
 /// `routes[].security.min_security_level`: read and checked at load, each refusal naming the key.
 final class SecurityLevelConfigTests: XCTestCase {

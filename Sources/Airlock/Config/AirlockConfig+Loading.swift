@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import Foundation   // Error.localizedDescription (FoundationEssentials has Data and URL, not that)
 import Yams
 
 extension AirlockConfig {

@@ -1,3 +1,4 @@
+import AirlockSecurity
 extension AirlockConfig {
     /// The effective configuration as YAML that `load(yaml:)` reads back to
     /// an equal value. `workers` is the resolved number, not `auto`.

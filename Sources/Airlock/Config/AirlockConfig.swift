@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import AirlockSerialization
 
 /// The whole configuration of one Airlock process, typed and validated.
 ///

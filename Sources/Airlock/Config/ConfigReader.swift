@@ -1,4 +1,5 @@
 import Yams
+import AirlockSecurity
 
 /// Walks a composed YAML tree into an `AirlockConfig`, recording every
 /// syntax and type problem at its key path instead of stopping at the first.

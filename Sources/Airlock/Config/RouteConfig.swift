@@ -1,4 +1,4 @@
-import AirlockSerialization
+public import AirlockSerialization
 
 /// One entry of `routes`: which requests it takes and where they go.
 public struct RouteConfig: Sendable, Equatable {

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import AirlockIO
-import AirlockSecurity
+public import AirlockSecurity
 import Yams
 
 /// A route's `security:` block: the AFSecurityPolicy-style trust decision for TLS

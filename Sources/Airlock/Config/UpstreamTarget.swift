@@ -1,3 +1,5 @@
+import Foundation   // String.range(of:)
+
 /// A fixed upstream origin: scheme, host and port, nothing else.
 ///
 /// `host` is stored lowercased and without brackets (`::1`), ready for an

@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 import Synchronization
 
 /// Process-wide logging setup: JSON lines on standard output.

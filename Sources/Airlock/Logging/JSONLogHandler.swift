@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// A swift-log handler that writes one JSON object per line:
 ///

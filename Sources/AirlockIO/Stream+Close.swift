@@ -1,0 +1,86 @@
+import CLibevent
+import Glibc
+
+/// Ending a stream: at once (`close`), after its output has gone (`closeAfterFlush`, then
+/// lingering so the peer's late bytes do not turn into a reset), or on failure (`fail`).
+extension Stream {
+    /// Closes the socket at once; unsent output is dropped.
+    public func close() {
+        guard state != .closed else { return }
+        state = .closed
+        lingerTimer?.cancel()
+        lingerTimer = nil
+        readArmed = false
+        writeArmed = false
+        if let e = readEvent { event_del(e) }
+        if let e = writeEvent { event_del(e) }
+        // close_notify into the session's wire: one try to send it.
+        if let tls, tls.shutdown(), fd >= 0 { _ = plainWrite() }
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+        notifyFlushed()
+        if let r = selfRetain {
+            selfRetain = nil
+            r.release()
+        }
+    }
+
+    /// Sends what is queued, then half-closes and discards whatever the peer still sends
+    /// for up to `linger`, so an error response is not destroyed by a TCP reset.
+    /// `onFlushed` runs once when the output has gone out (or the stream closed first).
+    public func closeAfterFlush(linger: Duration = .seconds(2), onFlushed: (() -> Void)? = nil) {
+        guard state == .open || state == .eof, fd >= 0 else {
+            onFlushed?()
+            close()
+            return
+        }
+        self.onFlushed = onFlushed
+        let peerClosed = state == .eof
+        state = .flushing
+        selfRetain = Unmanaged.passRetained(self)
+        delegate = nil
+        let t = Timer(loop: loop) { [unowned self] in self.close() }
+        t.schedule(after: linger)
+        lingerTimer = t
+        timeouts = StreamTimeouts(read: timeouts.read, write: linger,
+                                  readTV: timeouts.readTV, writeTV: loop.commonTimeout(linger))
+        updateReadEvent()
+        if outputLength == 0 {
+            if peerClosed { close() } else { startLingering() }
+        } else if !writeArmed {
+            writeOut()
+        }
+    }
+
+    func startLingering() {
+        notifyFlushed()
+        guard fd >= 0 else { return }
+        state = .lingering
+        shutdown(fd, Int32(SHUT_WR))
+        evbuffer_drain(input, evbuffer_get_length(input))
+        updateReadEvent()
+    }
+
+    private func notifyFlushed() {
+        if let f = onFlushed {
+            onFlushed = nil
+            f()
+        }
+    }
+
+    func fail(_ ev: StreamEvent) {
+        switch state {
+        case .open, .eof, .connecting, .handshaking:
+            state = .eof
+            updateReadEvent()
+            armWrite(false)
+            delegate?.stream(self, event: ev)
+        case .flushing, .lingering:
+            close()
+        case .closed:
+            break
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import CLibevent
+
+/// A connecting stream's TLS handshake, and what the owner may ask of the session after it.
+/// The `TLSClientSession` does the OpenSSL part; the stream arms its events and reports.
+extension Stream {
+    /// The chain the server presented (leaf first), or nil for plain TCP.
+    public var tlsPeerChain: [PeerCertificate]? { tls?.peerChain }
+
+    public var tlsSessionReused: Bool { tls?.isResumed ?? false }
+
+    /// Runs one X509 validation of the presented chain (see TLSClientContext.verify).
+    public func tlsVerify(anchors: TLSClientContext.Anchors, hostname: String?)
+        -> Result<[PeerCertificate], TLSClientContext.VerifyError> {
+        guard let tls else { return .failure(.init(code: -1, text: "no TLS peer chain")) }
+        return tls.verify(anchors: anchors, hostname: hostname)
+    }
+
+    func startHandshake() {
+        guard let setup = tlsSetup, let session = TLSClientSession(setup: setup, fd: fd) else {
+            fail(.tlsFailed("SSL_new failed"))
+            return
+        }
+        tlsSetup = nil
+        tlsSession = Unmanaged.passRetained(session)
+        state = .handshaking
+        continueHandshake()
+    }
+
+    private func continueHandshake() {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .done:
+            if let w = tls.wire { wire = w }
+            state = .open
+            disarm()
+            updateReadEvent()
+            delegate?.stream(self, event: .connected)
+        case .wantRead:
+            armWrite(false)
+            if !readArmed { readArmed = true; add(readEvent, timeouts.writeTV) }
+        case .wantWrite:
+            armWrite(true)
+        case .failed(let why):
+            disarm()
+            state = .eof
+            delegate?.stream(self, event: .tlsFailed(why))
+        }
+    }
+
+    /// A read or write event during the handshake: continue it, or fail it on timeout.
+    func handshakeEvent(_ what: Int16) {
+        guard what & airlock_ev_timeout() == 0 else {
+            disarm()
+            state = .eof
+            delegate?.stream(self, event: .tlsFailed("handshake timed out"))
+            return
+        }
+        continueHandshake()
+    }
+}

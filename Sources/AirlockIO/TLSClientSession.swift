@@ -1,0 +1,179 @@
+import CLibevent
+import COpenSSL
+
+/// The client side of one TLS connection: OpenSSL's `SSL` object over a stream's socket,
+/// from the handshake (with SNI and session resumption) to close_notify. `Stream` drives
+/// it and does every socket write itself; this type only turns bytes into records and
+/// back, and never calls back into the stream.
+///
+/// After the handshake, OpenSSL's write side is a `WireBIO` over `wire`: records are
+/// appended there, and the stream writes them like plain output (so TLS streams join the
+/// loop's batched writes). Reads come straight from the socket.
+final class TLSClientSession {
+    /// What `read` returns besides a byte count.
+    static let closed = 0        // close_notify: a clean end
+    static let wantRead = -1     // nothing to read now
+    static let failed = -2       // a failure, or a TCP close without close_notify (`readFailure`)
+    static let wantWrite = -3    // OpenSSL must write before it can read
+
+    enum HandshakeStep {
+        case done
+        case wantRead
+        case wantWrite
+        case failed(String)
+    }
+
+    let ssl: OpaquePointer
+    private let context: TLSClientContext
+    private let onNewSession: (TLSSessionTicket) -> Void
+    /// The session offered for resumption, held only until the handshake has taken its own
+    /// reference (`SSL_set_session`).
+    private var resume: TLSSessionTicket?
+    /// Ciphertext OpenSSL wrote and the socket has not taken yet; nil before the handshake.
+    private(set) var wire: OpaquePointer?
+    /// Why the last `read` returned `failed`.
+    private(set) var readFailure = ""
+    /// An encryption failure met while queueing a batched write, reported by the next flush.
+    var encryptFailure: String?
+
+    /// A session for `fd`, not yet started; nil when OpenSSL cannot allocate one.
+    init?(setup: TLSSetup, fd: Int32) {
+        guard let s = SSL_new(setup.context.ctx) else { return nil }
+        ssl = s
+        context = setup.context
+        onNewSession = setup.onNewSession
+        resume = setup.session
+        _ = airlock_SSL_set_app_data(s, Unmanaged.passUnretained(self).toOpaque())
+        SSL_set_fd(s, fd)
+        SSL_set_connect_state(s)
+        let name = setup.serverName
+        if SocketAddress(ipLiteral: name.hasPrefix("[") ? String(name.dropFirst().dropLast()) : name, port: 0) == nil {
+            _ = airlock_SSL_set_tlsext_host_name(s, name)
+        }
+        if let session = resume { SSL_set_session(s, session.session) }   // takes its own reference
+        resume = nil
+    }
+
+    deinit {
+        SSL_free(ssl)
+        if let w = wire { evbuffer_free(w) }
+    }
+
+    // MARK: handshake
+
+    /// One step of the handshake. On `.done` the write side has moved to `wire`.
+    func handshake() -> HandshakeStep {
+        let r = SSL_do_handshake(ssl)
+        if r == 1 {
+            return attachWireBIO() ? .done : .failed("out of memory for the TLS write buffer")
+        }
+        switch SSL_get_error(ssl, r) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        default: return .failed(Self.opensslError(fallback: "handshake failed"))
+        }
+    }
+
+    /// From now on OpenSSL writes records into `wire` instead of the socket (reads still
+    /// come straight from the socket). False when memory runs out.
+    private func attachWireBIO() -> Bool {
+        guard let method = WireBIO.method, let w = evbuffer_new() else { return false }
+        guard let bio = BIO_new(method) else {
+            evbuffer_free(w)
+            return false
+        }
+        BIO_set_data(bio, UnsafeMutableRawPointer(w))
+        SSL_set0_wbio(ssl, bio)   // the socket BIO stays as the read BIO
+        wire = w
+        return true
+    }
+
+    /// A new session from the server, through `TLSClientContext`'s callback: the ticket
+    /// takes OpenSSL's reference (so the callback returns 1) and goes to the setup's owner.
+    func offer(_ session: OpaquePointer) {
+        onNewSession(TLSSessionTicket(taking: session))
+    }
+
+    // MARK: after the handshake
+
+    /// The chain the server presented (leaf first), nil when there is none.
+    var peerChain: [PeerCertificate]? {
+        guard let chain = SSL_get_peer_cert_chain(ssl) else { return nil }
+        var out: [PeerCertificate] = []
+        for i in 0..<airlock_sk_X509_num(chain) {
+            if let x = airlock_sk_X509_value(chain, i) { out.append(PeerCertificate(x)) }
+        }
+        return out
+    }
+
+    var isResumed: Bool { SSL_session_reused(ssl) == 1 }
+
+    /// Runs one X509 validation of the presented chain (see TLSClientContext.verify).
+    func verify(anchors: TLSClientContext.Anchors, hostname: String?)
+        -> Result<[PeerCertificate], TLSClientContext.VerifyError> {
+        guard let chain = SSL_get_peer_cert_chain(ssl) else {
+            return .failure(.init(code: -1, text: "no TLS peer chain"))
+        }
+        return context.verify(peerChain: chain, anchors: anchors, hostname: hostname)
+    }
+
+    /// Decrypts into `buffer`: a byte count, or `closed`, `wantRead`, `wantWrite`, `failed`.
+    @inline(__always)
+    func read(into buffer: UnsafeMutableRawPointer?, count: Int) -> Int {
+        let r = SSL_read(ssl, buffer, Int32(count))
+        if r > 0 { return Int(r) }
+        switch SSL_get_error(ssl, r) {
+        case SSL_ERROR_WANT_READ: return Self.wantRead
+        case SSL_ERROR_WANT_WRITE: return Self.wantWrite
+        case SSL_ERROR_ZERO_RETURN: return Self.closed
+        default:
+            // Includes a TCP close without close_notify: a truncation, never a clean end.
+            readFailure = Self.opensslError(fallback: "TLS connection closed without close_notify")
+            return Self.failed
+        }
+    }
+
+    /// Decrypted bytes OpenSSL already holds (they fire no socket event).
+    @inline(__always)
+    var hasPending: Bool { SSL_has_pending(ssl) == 1 }
+
+    /// Records waiting in `wire` (a read can make OpenSSL write: a KeyUpdate answer, an alert).
+    @inline(__always)
+    var hasWireOutput: Bool {
+        if let w = wire { return evbuffer_get_length(w) > 0 }
+        return false
+    }
+
+    /// Encrypts all of `plaintext` into `wire`, as TLS records of up to 16 KiB: nil, or
+    /// OpenSSL's reason. Calls nothing of ours but WireBIO.
+    func encrypt(_ plaintext: OpaquePointer) -> String? {
+        while true {
+            let len = evbuffer_get_length(plaintext)
+            if len == 0 { return nil }
+            let chunk = Swift.min(len, 16384)
+            guard let p = evbuffer_pullup(plaintext, chunk) else { return nil }
+            let r = SSL_write(ssl, p, Int32(chunk))
+            if r <= 0 { return Self.opensslError(fallback: "TLS write failed") }
+            evbuffer_drain(plaintext, Int(r))
+        }
+    }
+
+    /// Queues close_notify into `wire` when the handshake had finished; true when there are
+    /// records to send.
+    func shutdown() -> Bool {
+        defer { ERR_clear_error() }
+        guard SSL_is_init_finished(ssl) == 1 else { return false }
+        _ = SSL_shutdown(ssl)
+        return hasWireOutput
+    }
+
+    /// OpenSSL's first queued error as text (the queue is cleared), or `fallback`.
+    static func opensslError(fallback: String) -> String {
+        let e = ERR_get_error()
+        ERR_clear_error()
+        guard e != 0 else { return fallback }
+        var buf = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(e, &buf, buf.count)
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
