@@ -108,6 +108,26 @@ public struct HeadWriter: ~Copyable {
         appendCRLF()
     }
 
+    /// "Name: <prefix><hex>\r\n": `prefix` as given (bytes Airlock made, checked like any
+    /// value), then `hex` in lower-case hexadecimal, with no String built (a request id).
+    public mutating func field(_ name: StaticString, prefix: UnsafeRawBufferPointer, hex: UInt64) {
+        appendToken(Self.bytes(of: name))
+        appendColonSpace()
+        count += Self.writeValue(prefix, to: reserve(prefix.count))
+        var digits = 1
+        var rest = hex >> 4
+        while rest > 0 { digits += 1; rest >>= 4 }
+        let out = reserve(digits)
+        var v = hex
+        for k in stride(from: digits - 1, through: 0, by: -1) {
+            let d = UInt8(truncatingIfNeeded: v & 0xF)
+            out[k] = d < 10 ? 0x30 + d : 0x57 + d
+            v >>= 4
+        }
+        count += digits
+        appendCRLF()
+    }
+
     /// Copies field `i` of `headers` byte for byte, with no String in between.
     public mutating func field(from headers: HTTPHeaders, at i: Int) {
         // Room reserved first, so the closure writes through a pointer and captures nothing
