@@ -137,7 +137,9 @@ final class TasksTests: XCTestCase {
         XCTAssertLessThan(got.count, Self.bigBody, "the client saw the close before the body's end")
         XCTAssertTrue(o.waitForPeerCloses(1, timeout: 5), "the upstream connection was dropped, not parked")
         XCTAssertTrue(try waitForTasks(port) { $0.isEmpty }.isEmpty)
-        XCTAssertEqual(try tasks(port).idle, 0, "a cancelled task's upstream never goes back to the pool")
+        let pool = try tasks(port)
+        XCTAssertEqual(pool.idle, 0, "a cancelled task's upstream never goes back to the pool")
+        XCTAssertEqual(pool.inUse, 0, "and is closed, not left open")
         let access = try XCTUnwrap(a.waitForLog(timeout: 5) {
             $0["event"] as? String == "request.access" && $0["request_id"] as? String == "doomed-1"
         })
