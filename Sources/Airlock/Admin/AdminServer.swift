@@ -135,14 +135,14 @@ final class AdminServer {
                     var s = "{\"tasks\":["
                     var first = true
                     var inUse = 0, idle = 0
-                    for w in answers.sorted(by: { $0.worker < $1.worker }) {
+                    for w in answers {
                         inUse += w.upstreamsInUse
                         idle += w.upstreamsIdle
-                        for t in w.tasks.sorted(by: { $0.ageMillis > $1.ageMillis }) {
-                            if !first { s += ",\n" }
-                            first = false
-                            t.appendJSON(to: &s)
-                        }
+                    }
+                    for t in answers.flatMap(\.tasks).sorted(by: { $0.ageMillis > $1.ageMillis }) {   // oldest first
+                        if !first { s += ",\n" }
+                        first = false
+                        t.appendJSON(to: &s)
                     }
                     s += "],\"upstreams\":{\"in_use\":\(inUse),\"idle\":\(idle)}}\n"
                     c.answer(Self.response(200, body: Array(s.utf8)))
