@@ -19,7 +19,7 @@ extension ClientConnection {
         if let ex {
             ex.responseStatus = e.status
             if e.code == .rejectedResponse { ex.outcome = .rejected }
-            ex.failure = e.reason
+            ex.failure = e.rejection?.reason ?? e.reason
             logAccess(ex, status: e.status, complete: true)
         } else {
             logAccess(requestID: requestID, request: req, route: nil, status: e.status, upstream: nil,

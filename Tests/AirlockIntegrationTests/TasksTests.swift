@@ -17,10 +17,23 @@ final class TasksTests: XCTestCase {
 
     // MARK: helpers
 
-    private func start(_ behavior: TestOrigin.Behavior, limits: [String: String] = [:]) throws -> (AirlockProcess, UInt16) {
+    /// `jsonRoute`: a first route, `/j/…`, whose responses must be JSON (others are rejected).
+    private func start(_ behavior: TestOrigin.Behavior, limits: [String: String] = [:],
+                       jsonRoute: Bool = false) throws -> (AirlockProcess, UInt16) {
         let o = try TestOrigin(behavior)
         origin = o
-        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, limits: limits) + "\nadmin: 127.0.0.1:0\n")
+        var yaml = Fixture.gatewayConfig(upstreamPort: o.port, limits: limits)
+        if jsonRoute {
+            yaml = yaml.replacingOccurrences(of: "routes:\n", with: """
+                routes:
+                  - name: json
+                    match: { host: "*", path_prefix: /j/ }
+                    upstream: http://127.0.0.1:\(o.port)
+                    response: { serializer: json }
+
+                """)
+        }
+        let a = try Fixture.start(yaml + "\nadmin: 127.0.0.1:0\n")
         airlock = a
         let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
         return (a, UInt16(try XCTUnwrap(record["port"] as? Int)))
@@ -201,7 +214,7 @@ final class TasksTests: XCTestCase {
     /// `/events` streams a request's lifecycle: resumed, then completed with its status,
     /// bytes and duration (curl makes the request).
     func testEventsStreamARequestsLifecycle() throws {
-        let (a, port) = try start(.respond { _ in .ok("hello events") })
+        let (a, port) = try start(.respond { _ in .ok("hello events") }, jsonRoute: true)
         let s = try openEvents(port)
         defer { s.close() }
         let head = try readEvents(s) { $0.contains("\r\n\r\n") }
@@ -226,6 +239,17 @@ final class TasksTests: XCTestCase {
         XCTAssertNotNil(done["duration_ms"] as? Double)
         XCTAssertEqual(done["method"] as? String, "GET")
         XCTAssertEqual(done["url"] as? String, "/hello")
+
+        // A response the route's validator refuses: rejected, with the validator's reason.
+        let r = try Curl.run(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Request-Id: ev-rejected",
+                              "http://127.0.0.1:\(a.port)/j/not-json"])
+        XCTAssertEqual(r.stdoutString, "502")
+        let text = try readEvents(s) { !Self.events($0, id: "ev-rejected").filter { $0.0 == "rejected" }.isEmpty }
+        let rejected = Self.events(text, id: "ev-rejected")
+        XCTAssertEqual(rejected.map(\.0), ["resumed", "rejected"])
+        XCTAssertEqual(rejected.last?.1["route"] as? String, "json")
+        XCTAssertEqual(rejected.last?.1["status"] as? Int, 502)
+        XCTAssertNotNil(rejected.last?.1["reason"] as? String)
     }
 
     /// A subscriber that does not read loses events, is told how many, and never slows the
