@@ -149,7 +149,7 @@ extension ClientConnection: UpstreamOwner {
         worker.headWriter.reset()
         ForwardingHeads.request(ex.request, host: ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key),
                                 framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                viaToken11: worker.context.via11, requestID: ex.id, idPrefix: worker.idPrefixBytes,
+                                viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix,
                                 into: &worker.headWriter)
         worker.headWriter.withBytes { u.stream.write($0) }
         ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on

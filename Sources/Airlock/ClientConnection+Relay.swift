@@ -148,7 +148,7 @@ extension ClientConnection {
         ForwardingHeads.response(head, framing: framing, out: ex.responseOut, requestMethod: ex.request.method,
                                  keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
-                                 requestID: ex.id, idPrefix: worker.idPrefixBytes, into: &worker.headWriter)
+                                 idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix, into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
         pumpResponseBody()
     }

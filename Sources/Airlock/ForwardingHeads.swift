@@ -22,10 +22,10 @@ enum ForwardingHeads {
 
     /// The request head sent upstream; `host` is the upstream's authority (`authority(key)`,
     /// or a fixed upstream's precomputed one).
-    /// `requestID` goes up as `X-Request-Id` (the client's own, when kept, replaces the field
-    /// it sent; `idPrefix` is the worker's "<prefix>-<worker>-").
+    /// The request id goes up as `X-Request-Id` (`RequestID.write`): the client's own when kept
+    /// (`clientID`), else Airlock's from the worker's `idPrefix` and `idSerial`.
     static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,
-                        viaToken11: String, requestID: RequestID, idPrefix: [UInt8], into w: inout HeadWriter) {
+                        viaToken11: String, idSerial: UInt64, clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field("Host", value: host)
         let tokens = connectionTokens(req.headers)
@@ -40,7 +40,7 @@ enum ForwardingHeads {
         // Our hop, as one more Via line after the received ones (which went out above, byte
         // for byte): a list field's lines combine in order (RFC 9110 5.3, 7.6.3).
         w.field("Via", value: req.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
-        requestID.write(into: &w, ownPrefix: idPrefix)
+        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (framing, req.framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
@@ -118,8 +118,8 @@ enum ForwardingHeads {
     /// every message a proxy forwards, responses too).
     static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
                          requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
-                         viaToken: String, viaToken11: String, requestID: RequestID, idPrefix: [UInt8],
-                         into w: inout HeadWriter) {
+                         viaToken: String, viaToken11: String, idSerial: UInt64, clientID: String?,
+                         idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.statusLine(status: resp.status, reason: resp.reason)
         let tokens = connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
@@ -135,7 +135,7 @@ enum ForwardingHeads {
             w.field(from: resp.headers, at: i)
         }
         w.field("Via", value: resp.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
-        requestID.write(into: &w, ownPrefix: idPrefix)
+        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (out, framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")

@@ -14,12 +14,13 @@ struct RequestID: Sendable, CustomStringConvertible {
 
     var description: String { client ?? "\(prefix)-\(worker)-\(String(serial, radix: 16))" }
 
-    /// "X-Request-Id: <id>\r\n". `ownPrefix` is "<prefix>-<worker>-" as bytes (the worker's).
-    func write(into w: inout HeadWriter, ownPrefix: [UInt8]) {
+    /// "X-Request-Id: <id>\r\n": the client's id, or Airlock's from `ownPrefix` (the worker's
+    /// "X-Request-Id: <prefix>-<worker>-") and `serial`.
+    static func write(serial: UInt64, client: String?, ownPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         if let client {
             w.field("X-Request-Id", value: client)
         } else {
-            ownPrefix.withUnsafeBytes { w.field("X-Request-Id", prefix: $0, hex: serial) }
+            w.field(ownPrefix, hex: serial)
         }
     }
 

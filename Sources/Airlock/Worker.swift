@@ -19,8 +19,8 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private(set) var draining = false
     private var requestCounter: UInt64 = 0
-    /// "<prefix>-<worker>-": the fixed part of this worker's request ids, as header bytes.
-    let idPrefixBytes: [UInt8]
+    /// "X-Request-Id: <prefix>-<worker>-": the fixed part of this worker's id field.
+    let idPrefix: HeadWriter.FieldPrefix
     /// Where task lifecycle events go (`GET /events`); set before the loop starts, nil
     /// without an admin listener.
     var taskEvents: TaskEventHub?
@@ -50,7 +50,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
                                      headerBytes: limits.headerBytes,
                                      headerCount: limits.headerCount)
         self.loop = EventLoop(name: "worker-\(index)", batchSends: context.config.ioUring == .auto)
-        self.idPrefixBytes = Array("\(context.idPrefix)-\(index)-".utf8)
+        self.idPrefix = HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "\(context.idPrefix)-\(index)-")
         self.resolver = Resolver(loop: loop)
         self.pool = ConnectionPool(maxIdlePerKey: limits.maxIdlePerUpstream)
         self.onConnectionClosed = onConnectionClosed

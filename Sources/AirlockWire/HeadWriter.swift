@@ -108,24 +108,36 @@ public struct HeadWriter: ~Copyable {
         appendCRLF()
     }
 
-    /// "Name: <prefix><hex>\r\n": `prefix` as given (bytes Airlock made, checked like any
-    /// value), then `hex` in lower-case hexadecimal, with no String built (a request id).
-    public mutating func field(_ name: StaticString, prefix: UnsafeRawBufferPointer, hex: UInt64) {
-        appendToken(Self.bytes(of: name))
-        appendColonSpace()
-        count += Self.writeValue(prefix, to: reserve(prefix.count))
+    /// The fixed start of a field written on every exchange, e.g. "X-Request-Id: ab12-0-":
+    /// checked once when made (as `field(name:value:)` checks), then copied in one move.
+    public struct FieldPrefix: Sendable {
+        let bytes: [UInt8]
+
+        public init(name: StaticString, valuePrefix: String) {
+            var w = HeadWriter(capacity: 64)
+            w.appendToken(HeadWriter.bytes(of: name))
+            w.appendColonSpace()
+            w.appendValue(valuePrefix)
+            bytes = w.bytes
+        }
+    }
+
+    /// "<prefix><hex>\r\n": `hex` in lower-case hexadecimal, with no String built (a request id).
+    public mutating func field(_ prefix: FieldPrefix, hex: UInt64) {
+        prefix.bytes.withUnsafeBytes { put($0) }
         var digits = 1
         var rest = hex >> 4
         while rest > 0 { digits += 1; rest >>= 4 }
-        let out = reserve(digits)
+        let out = reserve(digits + 2)
         var v = hex
         for k in stride(from: digits - 1, through: 0, by: -1) {
             let d = UInt8(truncatingIfNeeded: v & 0xF)
             out[k] = d < 10 ? 0x30 + d : 0x57 + d
             v >>= 4
         }
-        count += digits
-        appendCRLF()
+        out[digits] = ByteClass.cr
+        out[digits + 1] = ByteClass.lf
+        count += digits + 2
     }
 
     /// Copies field `i` of `headers` byte for byte, with no String in between.

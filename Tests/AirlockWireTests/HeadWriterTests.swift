@@ -19,9 +19,12 @@ final class HeadWriterTests: XCTestCase {
         var writer = HeadWriter()
         for (serial, hex) in [(UInt64(0), "0"), (0x9, "9"), (0xa, "a"), (0x2f, "2f"), (0x10, "10"), (UInt64.max, "ffffffffffffffff")] {
             writer.reset()
-            Array("ab12-3-".utf8).withUnsafeBytes { writer.field("X-Request-Id", prefix: $0, hex: serial) }
+            writer.field(HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "ab12-3-"), hex: serial)
             XCTAssertEqual(text(writer), "X-Request-Id: ab12-3-\(hex)\r\n")
         }
+        writer.reset()
+        writer.field(HeadWriter.FieldPrefix(name: "X Bad", valuePrefix: "a\r\nb-"), hex: 1)
+        XCTAssertEqual(text(writer), "XBad: a  b-1\r\n", "the prefix is checked like any field when made")
     }
 
     func testStatusLineIsCanonical() {
