@@ -44,7 +44,7 @@ let package = Package(
         // The only module that touches C.
         .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
 
-        .target(name: "AirlockSession", swiftSettings: strict),
+        .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
 
         .target(
             name: "Airlock",

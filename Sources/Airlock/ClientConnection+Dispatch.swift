@@ -10,7 +10,8 @@ extension ClientConnection: UpstreamOwner {
     static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     func dispatch(_ req: RequestHead) {
-        let id = worker.nextRequestID()
+        var id = worker.nextRequestID()
+        id.client = RequestID.clientID(in: req.headers)
         if let e = requestFilter(req) {
             respondError(e, exchange: nil, requestID: id, request: req)
             return
@@ -42,6 +43,7 @@ extension ClientConnection: UpstreamOwner {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)
         }
+        post(.resumed, ex)
         // Hold the client's body until the upstream is ready for it.
         connectUpstream(ex)
     }
@@ -75,8 +77,10 @@ extension ClientConnection: UpstreamOwner {
             sendRequestHead(ex)
             return
         }
+        ex.metrics.dnsStart = EventLoop.nowNanos()
         worker.resolver.resolve(host: ex.key.host, port: ex.key.port) { [weak self, weak ex] result in
             guard let self, let ex, self.exchange === ex, self.phase == .forwarding else { return }
+            ex.metrics.dnsEnd = EventLoop.nowNanos()
             switch result {
             case .success(let addrs):
                 ex.addresses = addrs
@@ -102,6 +106,7 @@ extension ClientConnection: UpstreamOwner {
                 failExchange(e)
                 return
             }
+            ex.metrics.connectStart = EventLoop.nowNanos()
             do {
                 let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self,
                                                security: ex.key.scheme == "https" ? ex.route.security : nil)
@@ -126,12 +131,14 @@ extension ClientConnection: UpstreamOwner {
         ex.lastUpstreamAddress = u.address
         u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts)
         u.stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+        ex.metrics.reused = u.isReused
         _ = ex.machine.upstreamReady(reused: u.isReused)   // .sendRequestHead: the caller sends it
     }
 
     func upstreamConnected(_ u: UpstreamConnection) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
         ex.connectedAt = EventLoop.nowNanos()
+        ex.metrics.connectEnd = ex.connectedAt
         attach(u, to: ex)
         sendRequestHead(ex)
     }
@@ -142,8 +149,10 @@ extension ClientConnection: UpstreamOwner {
         worker.headWriter.reset()
         ForwardingHeads.request(ex.request, host: ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key),
                                 framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                viaToken11: worker.context.via11, into: &worker.headWriter)
+                                viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix,
+                                into: &worker.headWriter)
         worker.headWriter.withBytes { u.stream.write($0) }
+        ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on
         pumpRequestBody()
     }
 

@@ -13,10 +13,14 @@ extension ClientConnection {
         ex?.machine.answeredByGateway()
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
         let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
-        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))
+        let idText = requestID.description
+        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: keepAlive,
+                                           requestID: idText))
         logError(e, ex, requestID: requestID, request: req)
         if let ex {
             ex.responseStatus = e.status
+            if e.code == .rejectedResponse { ex.outcome = .rejected }
+            ex.failure = e.rejection?.reason ?? e.reason
             logAccess(ex, status: e.status, complete: true)
         } else {
             logAccess(requestID: requestID, request: req, route: nil, status: e.status, upstream: nil,
@@ -60,6 +64,7 @@ extension ClientConnection {
     }
 
     func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
+        postEnd(ex, status: status)
         if let v = ex.validation { recordReject(ex, v) }
         guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
@@ -78,7 +83,8 @@ extension ClientConnection {
             upstreamTiming: ex.flatMap { ex in
                 ex.responseStartedAt > 0
                     ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.connectedAt == 0) : nil
-            })
+            },
+            task: ex.map { ($0.taskState.rawValue, $0.metrics) })
         if let buffer = worker.accessLog {
             buffer.append { record.encode(into: &$0) }
         } else {

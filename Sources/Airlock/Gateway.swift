@@ -10,7 +10,7 @@ public final class Gateway: @unchecked Sendable {
     let logger: Logger
     let mainLoop: EventLoop
     private var listener: Listener?
-    private var workers: [Worker] = []
+    private(set) var workers: [Worker] = []
     private var signals: SignalWatcher?
     private var drainTimer: Timer?
     private var nextWorker = 0
@@ -52,6 +52,7 @@ public final class Gateway: @unchecked Sendable {
                                   onConnectionClosed: { [unowned self] in self.connectionClosed() },
                                   onIdle: { [unowned self] i in self.workerIdle(i) }))
         }
+        attachTasks()
         listener = l
         // Measured now that the listener, the admin socket and every worker loop hold theirs.
         maxConnections = Self.connectionCap(for: config.limits, workers: workers.count, logger: logger)

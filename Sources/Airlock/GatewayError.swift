@@ -20,6 +20,8 @@ struct GatewayError: Error, Sendable {
         case rejectedResponse = "rejected-response"
         /// Logged only (nobody is left to answer): the client closed, failed or stopped reading.
         case clientAborted = "client-aborted"
+        /// Logged only: an admin cancelled the task (`DELETE /tasks/{id}`); both sides were closed.
+        case cancelled = "cancelled"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }

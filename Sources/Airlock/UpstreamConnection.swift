@@ -56,6 +56,7 @@ final class UpstreamConnection: StreamDelegate {
         }
         stream.delegate = self
         stream.setReadHighWatermark(ClientConnection.readHighWatermark)
+        worker.upstreamOpened()
     }
 
     var isReused: Bool { exchanges > 1 }
@@ -93,6 +94,7 @@ final class UpstreamConnection: StreamDelegate {
         state = .closed
         owner = nil
         stream.close()
+        worker.upstreamClosed()
     }
 
     // MARK: StreamDelegate

@@ -1,4 +1,4 @@
-import AirlockWire
+public import AirlockWire
 
 /// The phases of one proxied exchange and the decisions taken at each, with no I/O: the
 /// connection code reports what happened (an event) and performs what the machine returns
