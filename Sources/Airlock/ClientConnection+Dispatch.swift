@@ -36,14 +36,41 @@ extension ClientConnection: UpstreamOwner {
                               trust: scheme == .https ? route.config.security.trustIdentity : "")
         }
         let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
+        worker.context.metrics.inFlight.increment()
         exchange = ex
         state = .forwarding
+        if let h = route.health, h.isUnreachable {
+            failExchange(Self.unreachable(h, interval: worker.context.reachability.interval))
+            return
+        }
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)
         }
         // Hold the client's body until the upstream is ready for it.
         connectUpstream(ex)
+    }
+
+    /// 503 upstream-unreachable with `Retry-After` (the probe interval, at least a second):
+    /// the route's upstream failed its last probe (or refused a connection), so the request
+    /// fails fast instead of waiting for a connect that will fail.
+    static func unreachable(_ h: UpstreamHealth, interval: Duration) -> GatewayError {
+        let snapshot = h.snapshot
+        var e = GatewayError(.upstreamUnreachable, status: 503,
+                             message: "upstream \(h.upstream) is unreachable" + (snapshot.lastError.map { " (\($0))" } ?? ""),
+                             source: .upstream)
+        e.extra = [("upstream", .string(h.upstream))]
+        e.retryAfter = max(1, Int(interval.components.seconds))
+        return e
+    }
+
+    /// A passive reachability signal from a request's own connection attempt.
+    func reportReachability(_ ex: Exchange, _ signal: Reachability.Signal) {
+        if let h = ex.routeRef.health {
+            h.record(signal)
+        } else if ex.routeRef.fixedKey == nil {
+            worker.context.reachability.recordOrigin("\(ex.key.host):\(ex.key.port)", signal)
+        }
     }
 
     /// Returns the error that refuses this request before it reaches any upstream.
@@ -104,7 +131,8 @@ extension ClientConnection: UpstreamOwner {
             }
             do {
                 let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self,
-                                               security: ex.key.scheme == "https" ? ex.route.security : nil)
+                                               security: ex.key.scheme == "https" ? ex.route.security : nil,
+                                               metrics: ex.routeRef.metrics)
                 ex.upstream = u
                 return
             } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
@@ -132,6 +160,16 @@ extension ClientConnection: UpstreamOwner {
     func upstreamConnected(_ u: UpstreamConnection) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
         ex.connectedAt = EventLoop.nowNanos()
+        if let m = ex.routeRef.metrics {
+            let tcpUp = u.stream.handshakeStartedAt
+            if tcpUp > ex.started {
+                m.connect.recordNanoseconds(Int64(tcpUp - ex.started))
+                m.tls.recordNanoseconds(Int64(ex.connectedAt - tcpUp))
+            } else {
+                m.connect.recordNanoseconds(Int64(ex.connectedAt - ex.started))
+            }
+        }
+        reportReachability(ex, .connected)
         attach(u, to: ex)
         sendRequestHead(ex)
     }
@@ -174,10 +212,12 @@ extension ClientConnection: UpstreamOwner {
             upstreamUntrusted(u, failure: failure, presented: [])
         case .readTimeout, .writeTimeout:
             let what = u.exchanges == 0 ? "connect" : "response"
+            if u.exchanges == 0 { reportReachability(ex, .failed("connect to \(u.address) timed out")) }
             failExchange(GatewayError(.upstreamTimeout, status: 504,
                                       message: "upstream \(u.address) timed out (\(what))", source: .upstream))
         case .error(let why) where u.exchanges == 0:
             ex.upstream = nil
+            reportReachability(ex, .refused("\(u.address): \(why)"))
             // Try the next resolved address, if any.
             if ex.addressIndex < ex.addresses.count {
                 connectNextAddress(ex)
@@ -213,6 +253,7 @@ extension ClientConnection: UpstreamOwner {
         ]
         if let v = failure.verifyError { md["verify_error"] = .string(v) }
         logger.error("upstream.rejected", metadata: md)
+        worker.context.metrics.untrusted(route: ex.route.name, reason: failure.reason.rawValue)
         var e = GatewayError(.untrustedUpstream, status: 502, message: failure.message(host: ex.key.host), source: .upstream)
         e.extra = [("reason", .string(failure.reason.rawValue)), ("code", .int(failure.code))]
         failExchange(e)

@@ -12,12 +12,15 @@ extension ClientConnection {
         ex?.machine.answeredByGateway()
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
         let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
-        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))
+        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive,
+                                           retryAfter: e.retryAfter))
         logError(e, ex, requestID: requestID, request: req)
+        worker.context.metrics.gatewayError(route: ex?.route.name ?? "-", error: e.reason)
         if let ex {
             ex.responseStatus = e.status
             logAccess(ex, status: e.status, complete: true)
         } else {
+            worker.context.metrics.unrouted.count(e.status)
             logAccess(requestID: requestID, request: req, route: nil, status: e.status, upstream: nil,
                       bytesIn: 0, bytesOut: 0, duration: 0, complete: true)
         }
@@ -60,10 +63,21 @@ extension ClientConnection {
 
     func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
         if let v = ex.validation { recordReject(ex, v) }
+        if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
         guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
                   upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
                   duration: ex.durationMillis, complete: complete, exchange: ex)
+    }
+
+    /// The exchange's counters and latencies (once, when it is logged): status class, bytes,
+    /// time to first byte and total; the in-flight gauge goes down.
+    private func recordMetrics(_ ex: Exchange, _ m: RouteMetrics, status: Int) {
+        worker.context.metrics.inFlight.decrement()
+        m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
+        let now = EventLoop.nowNanos()
+        if ex.responseStartedAt > ex.started { m.firstByte.recordNanoseconds(Int64(ex.responseStartedAt - ex.started)) }
+        m.total.recordNanoseconds(Int64(now - ex.started))
     }
 
     func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: String?,

@@ -143,12 +143,13 @@ enum ForwardingHeads {
     }
 
     /// A complete error response with a JSON body.
-    static func error(status: Int, body: [UInt8], keepAlive: Bool) -> [UInt8] {
+    static func error(status: Int, body: [UInt8], keepAlive: Bool, retryAfter: Int? = nil) -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
         w.field("Content-Type", value: "application/json")
         w.field("Content-Length", decimal: UInt64(body.count))
         w.field("Cache-Control", value: "no-store")
+        if let retryAfter { w.field("Retry-After", decimal: UInt64(max(0, retryAfter))) }
         if !keepAlive { w.field("Connection", value: "close") }
         w.end()
         return w.bytes + body

@@ -37,7 +37,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.index = index
         self.context = context
         self.limits = context.config.limits
-        self.routes = Route.table(context.config)
+        self.routes = Route.table(context.config, metrics: context.metrics, health: context.reachability)
         self.logsAccess = context.logger.logLevel <= .info
         self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
                                      headerBytes: limits.headerBytes,

@@ -199,6 +199,10 @@ public final class Stream {
         tlsSetup?.onNewSession(session) ?? false
     }
 
+    /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
+    /// split between connect and TLS time in the gateway's metrics.
+    public private(set) var handshakeStartedAt: UInt64 = 0
+
     private func startHandshake() {
         guard let setup = tlsSetup, let s = SSL_new(setup.context.ctx) else {
             fail(.tlsFailed("SSL_new failed"))
@@ -214,6 +218,7 @@ public final class Stream {
         }
         if let session = setup.session { SSL_set_session(s, session) }   // takes its own reference
         releaseResumeSession()
+        handshakeStartedAt = EventLoop.nowNanos()
         state = .handshaking
         continueHandshake()
     }

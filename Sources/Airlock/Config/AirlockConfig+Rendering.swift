@@ -19,7 +19,7 @@ extension AirlockConfig {
             "  drain_timeout: \(ConfigSyntax.formatDuration(limits.drainTimeout))",
             "  max_idle_per_upstream: \(limits.maxIdlePerUpstream)",
             "  max_connections: \(limits.maxConnections)",
-        ] + renderAdminYAML() + [
+        ] + renderAdminYAML() + renderReachabilityYAML() + [
             "routes:",
         ]
         for route in routes {

@@ -22,6 +22,7 @@ extension AirlockConfig {
         }
         issues += limits.validationIssues(skipping: failed)
         issues += adminValidationIssues(skipping: failed)
+        issues += reachabilityValidationIssues(skipping: failed)
 
         if routes.isEmpty, ok("routes") {
             report("routes", "at least one route is required")

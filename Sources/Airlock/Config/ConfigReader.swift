@@ -12,7 +12,7 @@ struct ConfigReader {
 
     static let topLevelKeys = [
         "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "admin_token", "rejects",
-        "io_uring",
+        "io_uring", "reachability",
     ]
     static let limitKeys = [
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
@@ -74,6 +74,7 @@ struct ConfigReader {
             fail("routes", "at least one route is required")
         }
         readAdmin(fields, into: &config)
+        readReachability(fields, into: &config)
         return config
     }
 
