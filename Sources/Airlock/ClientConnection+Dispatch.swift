@@ -64,6 +64,19 @@ extension ClientConnection: UpstreamOwner {
         return e
     }
 
+    /// 503 upstream-busy: this upstream has `max_connections_per_upstream` connections and the
+    /// queue for one is full, or this request waited `upstream_queue_timeout` in it.
+    static func upstreamBusy(_ ex: Exchange, timedOut: Bool, limits: LimitsConfig) -> GatewayError {
+        let why = timedOut ? "no connection to it came free within \(limits.upstreamQueueTimeout)"
+            : "the queue for a connection to it is full"
+        var e = GatewayError(.upstreamBusy, status: 503,
+                             message: "upstream \(ex.key.host):\(ex.key.port) has max_connections_per_upstream "
+                                 + "(\(limits.maxConnectionsPerUpstream)) connections and \(why)", source: .upstream)
+        e.extra = [("reason", .string(timedOut ? "queue-timeout" : "queue-full"))]
+        e.retryAfter = 1
+        return e
+    }
+
     /// A passive reachability signal from a request's own connection attempt.
     func reportReachability(_ ex: Exchange, _ signal: Reachability.Signal) {
         if let h = ex.routeRef.health {
@@ -98,9 +111,22 @@ extension ClientConnection: UpstreamOwner {
         // The connection that served this client last, if it is still idle in the pool (a
         // preference only: another client may have taken it), else the pool's most recent.
         if let pooled = worker.checkoutUpstream(ex.key, preferring: lastUpstream) {
+            if ex.holdsSlot {   // woken with a slot, but an idle connection is here: no new one
+                ex.holdsSlot = false
+                worker.releaseSlot(ex.key)
+            }
             attach(pooled, to: ex)
             sendRequestHead(ex)
             return
+        }
+        if worker.connectionShare > 0 && !ex.holdsSlot {
+            switch worker.admit(ex, client: self) {
+            case .connect: ex.holdsSlot = true
+            case .wait: return
+            case .busy:
+                failExchange(Self.upstreamBusy(ex, timedOut: false, limits: limits))
+                return
+            }
         }
         worker.resolver.resolve(host: ex.key.host, port: ex.key.port) { [weak self, weak ex] result in
             guard let self, let ex, self.exchange === ex, self.state == .forwarding else { return }
@@ -160,6 +186,10 @@ extension ClientConnection: UpstreamOwner {
     func upstreamConnected(_ u: UpstreamConnection) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
         ex.connectedAt = EventLoop.nowNanos()
+        if ex.holdsSlot {   // the new connection holds the slot from now on
+            ex.holdsSlot = false
+            u.holdsSlot = true
+        }
         if let m = ex.routeRef.metrics {
             let tcpUp = u.stream.handshakeStartedAt
             if tcpUp > ex.started {

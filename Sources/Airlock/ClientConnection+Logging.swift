@@ -64,6 +64,7 @@ extension ClientConnection {
     func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
         if let v = ex.validation { recordReject(ex, v) }
         if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
+        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
         guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
                   upstream: ex.lastUpstreamAddress?.description, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,

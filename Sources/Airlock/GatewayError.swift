@@ -20,6 +20,8 @@ struct GatewayError: Error, Sendable {
         case rejectedResponse = "rejected-response"
         /// 503 at once while the route's upstream is unreachable (reachability probes).
         case upstreamUnreachable = "upstream-unreachable"
+        /// 503: max_connections_per_upstream reached and the wait queue full or timed out.
+        case upstreamBusy = "upstream-busy"
         /// Logged only (nobody is left to answer): the client closed, failed or stopped reading.
         case clientAborted = "client-aborted"
     }

@@ -27,6 +27,8 @@ final class UpstreamConnection: StreamDelegate {
     let sessionKey: String
     var trusted = false
     private var pendingSession: OpaquePointer?
+    /// Holds a slot of its worker's per-upstream cap, given back when it closes.
+    var holdsSlot = false
     /// The route's pool gauges (idle / active counts), updated on every change of state.
     private let metrics: RouteMetrics?
 
@@ -112,6 +114,10 @@ final class UpstreamConnection: StreamDelegate {
         state = .closed
         owner = nil
         stream.close()
+        if holdsSlot {
+            holdsSlot = false
+            worker.releaseSlot(key)
+        }
     }
 
     // MARK: StreamDelegate

@@ -26,6 +26,12 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var spareHeaders: [HTTPHeaders] = []
     static let spareHeadersMax = 256
     static let spareHeaderBytesMax = 4096
+    /// `limits.max_connections_per_upstream` and `upstream_queue`, this worker's share (0 = no cap).
+    let connectionShare: Int
+    let queueShare: Int
+    var admissions: [UpstreamKey: UpstreamAdmission] = [:]
+    var queued: [UInt64: QueuedExchange] = [:]
+    var nextQueueTicket: UInt64 = 0
     private var flushing = 0
     private var reportedIdle = false
     private let onIdle: @Sendable (Int) -> Void
@@ -47,6 +53,9 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.pool = ConnectionPool(maxIdlePerKey: limits.maxIdlePerUpstream)
         self.onConnectionClosed = onConnectionClosed
         self.onIdle = onIdle
+        let workers = max(1, context.config.workers)
+        connectionShare = Self.share(of: limits.maxConnectionsPerUpstream, worker: index, workers: workers)
+        queueShare = Self.share(of: limits.upstreamQueue, worker: index, workers: workers)
     }
 
     var logger: Logger { context.logger }
@@ -112,6 +121,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         guard !draining else { u.close(); return }
         u.becomeIdle(timeouts: upstreamIdleTimeouts)
         if let evicted = pool.checkin(u, key: u.key) { evicted.close() }
+        if connectionShare > 0 { offerIdle(u.key) }
     }
 
     /// An idle pooled connection for `key`: `preferred` when it is still parked there,
