@@ -83,4 +83,48 @@ final class ReachabilityIntegrationTests: XCTestCase {
                 && $0["to"] as? String == "reachable"
         })
     }
+
+    /// An https upstream's probe is the TLS handshake judged by the route's security policy:
+    /// trusted (test CA) → reachable; pinned to another key → unreachable ("untrusted: ..."),
+    /// and its requests fail fast without reaching the origin.
+    func testHTTPSProbeAppliesTheRoutesSecurityPolicy() throws {
+        let pki = try TLSTestPKI.generate()
+        defer { pki.remove() }
+        let o = try TLSTestOrigin(pki: pki)
+        defer { o.stop() }
+        func start(_ security: String) throws -> (AirlockProcess, UInt16) {
+            let a = try Fixture.start("""
+                listen: 127.0.0.1:0
+                workers: 1
+                admin: 127.0.0.1:0
+                reachability: { interval: 1s }
+                \(Fixture.limitsYAML([:]))
+                routes:
+                  - name: api
+                    match: { host: "*" }
+                    upstream: https://localhost:\(o.port)
+                    security: { ca: "\(pki.path("root.pem"))"\(security) }
+                """)
+            let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+            return (a, UInt16(try XCTUnwrap(record["port"] as? Int)))
+        }
+
+        let (trusting, admin1) = try start("")
+        defer { trusting.stop() }
+        XCTAssertNotNil(try waitUntil(3) { try upstreamState(admin1)["state"] as? String == "reachable" },
+                        "a trusted TLS upstream probes reachable")
+        XCTAssertEqual(o.handshakeFailures, [], "the probe completes the handshake")
+        trusting.stop()
+
+        let requestsBefore = o.requestLines.count
+        let (pinned, admin2) = try start(", pinning: public-key, pins: [\"\(pki.pin("other-leaf"))\"]")
+        defer { pinned.stop() }
+        XCTAssertNotNil(try waitUntil(3) { try upstreamState(admin2)["state"] as? String == "unreachable" },
+                        "a TLS upstream failing the pin probes unreachable")
+        XCTAssertTrue((try upstreamState(admin2)["last_error"] as? String ?? "").hasPrefix("untrusted"))
+        let r = try get(pinned.port, "/pinned")
+        XCTAssertEqual(r.status, 503)
+        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "upstream-unreachable")
+        XCTAssertEqual(o.requestLines.count, requestsBefore, "nothing was sent to the untrusted upstream")
+    }
 }
