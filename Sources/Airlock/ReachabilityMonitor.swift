@@ -111,7 +111,7 @@ private final class Probe: StreamDelegate {
         case .connected:
             if let security = health.security,
                case .rejected(let failure) = UpstreamConnection.evaluate(s, host: health.key.host, security: security) {
-                monitor.finished(self, .probeFailed("untrusted: \(failure.reason.rawValue)"))
+                monitor.finished(self, .probeUntrusted(failure.reason.rawValue))
             } else {
                 monitor.finished(self, .probeSucceeded)
             }

@@ -33,8 +33,9 @@ final class UpstreamHealth: Sendable {
     /// Feeds a probe result or a passive signal; a change of state is logged and published.
     func record(_ signal: Reachability.Signal) {
         let now = UInt64(RejectRecord.nowUnixMillis())
-        guard let t = machine.withLock({ $0.record(signal, now: now) }) else { return }
-        down.store(t.to == .unreachable, ordering: .relaxed)
+        let (transition, failsFast) = machine.withLock { m in (m.record(signal, now: now), m.failsFast) }
+        down.store(failsFast, ordering: .relaxed)
+        guard let t = transition else { return }
         metrics?.reachable.record(t.to == .reachable ? 1 : 0)
         logger.log(level: t.to == .unreachable ? .warning : .info, "upstream.reachability", metadata: [
             "route": .string(route),

@@ -7,6 +7,9 @@
 ///   makes it unreachable at once (nothing listens); resets and timeouts count, and
 ///   `passiveFailureThreshold` of them in a row make it unreachable (one slow answer does not).
 /// - While unreachable, only a successful probe or connection restores it.
+/// - A probe whose TLS upstream fails the route's security policy (`probeUntrusted`) makes it
+///   unreachable too, but its requests do not fail fast (`failsFast`): each still meets the
+///   real handshake and is refused as untrusted, with its own reject record.
 public struct Reachability: Sendable, Equatable {
     public enum State: String, Sendable, Equatable {
         case unknown       // nothing observed yet → .reachable, .unreachable
@@ -17,6 +20,8 @@ public struct Reachability: Sendable, Equatable {
     public enum Signal: Sendable, Equatable {
         case probeSucceeded
         case probeFailed(String)
+        /// The probe's TLS upstream failed the route's security policy.
+        case probeUntrusted(String)
         /// A request's connection came up (and, for https, was trusted).
         case connected
         /// A request's connection was refused.
@@ -45,11 +50,17 @@ public struct Reachability: Sendable, Equatable {
     public private(set) var since: UInt64 = 0
     public private(set) var lastError: String?
     public private(set) var consecutiveFailures = 0
+    /// The last failure was the security policy's, not the network's.
+    public private(set) var untrusted = false
+
+    /// Requests are answered 503 at once: unreachable for a network reason.
+    public var failsFast: Bool { state == .unreachable && !untrusted }
 
     public init() {}
 
     /// Feeds one signal observed at `now`; returns the transition when the state changed.
     public mutating func record(_ signal: Signal, now: UInt64) -> Transition? {
+        if case .probeUntrusted = signal { untrusted = true } else { untrusted = false }
         switch signal {
         case .probeSucceeded:
             consecutiveFailures = 0
@@ -61,6 +72,10 @@ public struct Reachability: Sendable, Equatable {
             lastError = why
             consecutiveFailures += 1
             return move(to: .unreachable, now: now, reason: "probe failed: \(why)")
+        case .probeUntrusted(let why):
+            lastError = "untrusted: \(why)"
+            consecutiveFailures += 1
+            return move(to: .unreachable, now: now, reason: "probe: untrusted upstream: \(why)")
         case .refused(let why):
             lastError = why
             consecutiveFailures += 1

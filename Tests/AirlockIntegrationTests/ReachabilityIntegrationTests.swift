@@ -85,8 +85,9 @@ final class ReachabilityIntegrationTests: XCTestCase {
     }
 
     /// An https upstream's probe is the TLS handshake judged by the route's security policy:
-    /// trusted (test CA) → reachable; pinned to another key → unreachable ("untrusted: ..."),
-    /// and its requests fail fast without reaching the origin.
+    /// trusted (test CA) → reachable; pinned to another key → unreachable ("untrusted: ...").
+    /// Its requests do not fail fast with 503: each meets the real handshake and is refused as
+    /// 502 untrusted-upstream (with its reject record), and nothing reaches the origin.
     func testHTTPSProbeAppliesTheRoutesSecurityPolicy() throws {
         let pki = try TLSTestPKI.generate()
         defer { pki.remove() }
@@ -123,8 +124,8 @@ final class ReachabilityIntegrationTests: XCTestCase {
                         "a TLS upstream failing the pin probes unreachable")
         XCTAssertTrue((try upstreamState(admin2)["last_error"] as? String ?? "").hasPrefix("untrusted"))
         let r = try get(pinned.port, "/pinned")
-        XCTAssertEqual(r.status, 503)
-        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "upstream-unreachable")
+        XCTAssertEqual(r.status, 502)
+        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "untrusted-upstream")
         XCTAssertEqual(o.requestLines.count, requestsBefore, "nothing was sent to the untrusted upstream")
     }
 }

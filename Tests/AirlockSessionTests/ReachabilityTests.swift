@@ -39,9 +39,18 @@ final class ReachabilityTests: XCTestCase {
         for _ in 1..<Reachability.passiveFailureThreshold { _ = s.record(.failed("timeout"), now: 4) }
         XCTAssertEqual(s.state, .reachable)
 
+        var u = Reachability()
+        XCTAssertEqual(u.record(.probeUntrusted("pin-mismatch"), now: 1)?.to, .unreachable)
+        XCTAssertEqual(u.lastError, "untrusted: pin-mismatch")
+        XCTAssertFalse(u.failsFast, "an untrusted upstream's requests meet the real handshake")
+        XCTAssertNil(u.record(.refused("ECONNREFUSED"), now: 2))
+        XCTAssertTrue(u.failsFast, "now unreachable for a network reason")
+
         var t = Reachability()
         _ = t.record(.connected, now: 1)
+        XCTAssertFalse(t.failsFast)
         XCTAssertEqual(t.record(.refused("ECONNREFUSED"), now: 2)?.to, .unreachable)
+        XCTAssertTrue(t.failsFast)
         XCTAssertEqual(t.record(.connected, now: 3)?.to, .reachable, "a connection that came up restores it")
     }
 }
