@@ -21,12 +21,13 @@ final class ReachabilityMonitor {
         self.resolver = Resolver(loop: loop)
     }
 
-    /// Probes at once, then every interval (on the loop).
+    /// Probes every interval (on the loop), the first one interval after the start: until
+    /// then an upstream is `unknown` (never failed fast) or judged by its first requests.
     func start() {
         guard context.reachability.byRoute.contains(where: { $0 != nil }) else { return }
         let t = Timer(loop: loop) { [unowned self] in self.tick() }
         timer = t
-        tick()
+        t.schedule(after: context.reachability.interval)
     }
 
     func stop() {
