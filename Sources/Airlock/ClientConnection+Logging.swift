@@ -77,8 +77,8 @@ extension ClientConnection {
         worker.context.metrics.inFlight.decrement()
         m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
         let now = EventLoop.nowNanos()
-        if ex.responseStartedAt > ex.started { m.firstByte.recordNanoseconds(Int64(ex.responseStartedAt - ex.started)) }
-        m.total.recordNanoseconds(Int64(now - ex.started))
+        m.latency.observe(firstByte: ex.responseStartedAt > ex.started ? ex.responseStartedAt - ex.started : 0,
+                          total: now - ex.started)
     }
 
     func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: String?,

@@ -45,7 +45,7 @@ final class GatewayMetrics: Sendable {
     /// The Prometheus text exposition of every metric.
     func exposition() -> [UInt8] {
         for r in routes { r.publishPoolCounts() }
-        return registry.emitToBuffer()
+        return registry.emitToBuffer() + Array(LatencyHistograms.render(routes.map(\.latency)).utf8)
     }
 
     /// A rejected response (validation) on `route`, by reason code. Rare: looked up by label.
@@ -76,10 +76,8 @@ final class RouteMetrics: Sendable {
     let connect: CoreMetrics.Timer
     /// The TLS handshake and trust evaluation, new https connections only.
     let tls: CoreMetrics.Timer
-    /// Request start to the response head from the upstream.
-    let firstByte: CoreMetrics.Timer
-    /// Request start to the exchange's end.
-    let total: CoreMetrics.Timer
+    /// Request start to the response head from the upstream, and to the exchange's end.
+    let latency: LatencyHistograms
     /// Upstream connections of this route, idle in a pool and serving an exchange: counted
     /// with atomics by workers, copied into the gauges at scrape time.
     let poolIdleCount = Atomic<Int>(0)
@@ -96,8 +94,7 @@ final class RouteMetrics: Sendable {
         bytesOut = CoreMetrics.Counter(label: "airlock_response_bytes_total", dimensions: [("route", route)], factory: factory)
         connect = CoreMetrics.Timer(label: "airlock_upstream_connect_seconds", dimensions: [("route", route)], factory: factory)
         tls = CoreMetrics.Timer(label: "airlock_upstream_tls_seconds", dimensions: [("route", route)], factory: factory)
-        firstByte = CoreMetrics.Timer(label: "airlock_time_to_first_byte_seconds", dimensions: [("route", route)], factory: factory)
-        total = CoreMetrics.Timer(label: "airlock_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+        latency = LatencyHistograms(route: route)
         poolIdle = CoreMetrics.Gauge(label: "airlock_upstream_connections", dimensions: [("route", route), ("upstream", upstream), ("state", "idle")],
                          factory: factory)
         poolActive = CoreMetrics.Gauge(label: "airlock_upstream_connections", dimensions: [("route", route), ("upstream", upstream), ("state", "active")],
