@@ -38,6 +38,11 @@ final class Exchange {
     var connectedAt: UInt64 = 0
     var responseStartedAt: UInt64 = 0
     var lastUpstreamAddress: SocketAddress?
+    /// Holds one of its worker's slots for this upstream (max_connections_per_upstream) until a
+    /// new connection is attached, which takes it over.
+    var holdsSlot = false
+    /// Non-zero while waiting in the worker's queue for this upstream.
+    var queueTicket: UInt64 = 0
 
     // response side
     var responseScanner: HeadScanner

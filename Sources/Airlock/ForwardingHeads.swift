@@ -150,13 +150,14 @@ enum ForwardingHeads {
     }
 
     /// A complete error response with a JSON body.
-    static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil) -> [UInt8] {
+    static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil, retryAfter: Int? = nil) -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
         if let requestID { w.field("X-Request-Id", value: requestID) }
         w.field("Content-Type", value: "application/json")
         w.field("Content-Length", decimal: UInt64(body.count))
         w.field("Cache-Control", value: "no-store")
+        if let retryAfter { w.field("Retry-After", decimal: UInt64(max(0, retryAfter))) }
         if !keepAlive { w.field("Connection", value: "close") }
         w.end()
         return w.bytes + body

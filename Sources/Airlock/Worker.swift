@@ -33,6 +33,12 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var spareHeaders: [HTTPHeaders] = []
     static let spareHeadersMax = 256
     static let spareHeaderBytesMax = 4096
+    /// `limits.max_connections_per_upstream` and `upstream_queue`, this worker's share (0 = no cap).
+    let connectionShare: Int
+    let queueShare: Int
+    var admissions: [UpstreamKey: UpstreamAdmission] = [:]
+    var queued: [UInt64: QueuedExchange] = [:]
+    var nextQueueTicket: UInt64 = 0
     private var flushing = 0
     private var reportedIdle = false
     private let onIdle: @Sendable (Int) -> Void
@@ -44,7 +50,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.index = index
         self.context = context
         self.limits = context.config.limits
-        self.routes = Route.table(context.config)
+        self.routes = Route.table(context.config, metrics: context.metrics, health: context.reachability)
         self.logsAccess = context.logger.logLevel <= .info
         self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
                                      headerBytes: limits.headerBytes,
@@ -71,6 +77,9 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
             self.logBuffer = nil
             self.accessLog = nil
         }
+        let workers = max(1, context.config.workers)
+        connectionShare = Self.share(of: limits.maxConnectionsPerUpstream, worker: index, workers: workers)
+        queueShare = Self.share(of: limits.upstreamQueue, worker: index, workers: workers)
     }
 
     /// Writes into `logBuffer` when the gateway logs JSON lines.
@@ -143,6 +152,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         guard !draining else { u.close(); return }
         u.becomeIdle(timeouts: upstreamIdleTimeouts)
         if let evicted = pool.checkin(u, key: u.key) { evicted.close() }
+        if connectionShare > 0 { offerIdle(u.key) }
     }
 
     /// An idle pooled connection for `key`: `preferred` when it is still parked there,

@@ -24,15 +24,21 @@ final class AdminServer {
     /// The kernel's send buffer for admin sockets: bounded, so that a `/events` subscriber
     /// that stops reading fills it soon and then loses events instead of holding memory.
     static let sendBufferBytes: Int32 = 32 * 1024
+    /// `/metrics` and `/upstreams`.
+    private let metrics: GatewayMetrics?
+    private let reachability: Reachabilities?
 
     static let wireLimits = WireLimits(requestLineBytes: 4096, headerBytes: 16384, headerCount: 64)
     static let timeout: Duration = .seconds(10)
 
     /// Binds at once, so a taken port is reported when the gateway starts.
     init(loop: EventLoop, address: ListenAddress, rejects: RejectLog, token: String?, isReady: @escaping () -> Bool,
-         tasks: TaskDirectory? = nil, events: TaskEventHub? = nil) throws {
+         tasks: TaskDirectory? = nil, events: TaskEventHub? = nil,
+         metrics: GatewayMetrics? = nil, reachability: Reachabilities? = nil) throws {
         self.tasks = tasks
         self.events = events
+        self.metrics = metrics
+        self.reachability = reachability
         listener = try Listener(loop: loop, host: address.host, port: address.port, backlog: 64)
         self.address = listener.address
         self.rejects = rejects
@@ -74,13 +80,17 @@ final class AdminServer {
             return taskRoute(head.method, path, query, c)
         }
         switch path {
-        case "/rejects", "/healthz", "/readyz": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /tasks or /events)")
+        case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams": break
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /metrics, /upstreams, /tasks or /events)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
                               extra: [("Allow", "GET")])
         }
+        if path == "/metrics", let metrics {
+            return Self.response(200, body: metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        if path == "/upstreams", let reachability { return Self.response(200, body: reachability.json()) }
         if path == "/healthz" { return Self.response(200, body: Array("{\"status\":\"ok\"}\n".utf8)) }
         if path == "/readyz" {
             return isReady() ? Self.response(200, body: Array("{\"status\":\"ready\"}\n".utf8))
@@ -223,10 +233,11 @@ final class AdminServer {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func response(_ status: Int, body: [UInt8], extra: [(String, String)] = []) -> [UInt8] {
+    static func response(_ status: Int, body: [UInt8], extra: [(String, String)] = [],
+                         contentType: String = "application/json") -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
-        w.field(name: "Content-Type", value: "application/json")
+        w.field(name: "Content-Type", value: contentType)
         w.field(name: "Content-Length", value: String(body.count))
         w.field(name: "Cache-Control", value: "no-store")
         for (name, value) in extra { w.field(name: name, value: value) }
