@@ -32,6 +32,9 @@
 #      LOG_PATHS=/small (paths of the two access-log rows)  SKIP_LOG=1 (no access-log rows)
 #      SKIP_TLS=1 (no airlock-tls row: TLS origination to the upstream's https port, vs haproxy-tls)
 #      RESULTS_DIR (default bench/results/<timestamp>)
+#      SCRAPE_METRICS=1: one more row, airlock-gw-scrape: airlock-gw again (admin listener on
+#      127.0.0.1:$SCRAPE_ADMIN_PORT, default 18511) with GET /metrics curled once a second for
+#      the whole run, as a Prometheus server would; the scrape count goes to its scrapes.txt
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,6 +68,8 @@ SKIP_LOG=${SKIP_LOG:-0}
 JSON_PATH=${JSON_PATH:-/1k.json}
 SKIP_JSON=${SKIP_JSON:-0}
 ONLY_JSON=${ONLY_JSON:-0}
+SCRAPE_METRICS=${SCRAPE_METRICS:-1}
+SCRAPE_ADMIN_PORT=${SCRAPE_ADMIN_PORT:-18511}
 GW_PATHS=$PATHS
 [ "$SKIP_JSON" = 1 ] || [[ " $PATHS " == *" $JSON_PATH "* ]] || GW_PATHS="$PATHS $JSON_PATH"
 if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; SKIP_LOG=1; fi
@@ -206,6 +211,30 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
                  "$AIRLOCK_BIN" "$GW_CONFIG" "$WORKERS" "$GW_LOG_PORT")" -- ours
     keep_log airlock-gw-log
   fi
+  if [ "$SCRAPE_METRICS" = 1 ]; then
+    # The same gateway with its admin listener on a known port, scraped once a second by a
+    # loop bounded by the step's own time limit; it ends with the harness run.
+    mkdir -p "$RESULTS_DIR/airlock-gw-scrape"
+    SCRAPE_CONFIG=$RESULTS_DIR/airlock-gw-scrape.yaml
+    { cat "$GW_CONFIG"; echo "admin: 127.0.0.1:$SCRAPE_ADMIN_PORT"; } > "$SCRAPE_CONFIG"
+    scrape_limit=$(step_limit 1 "$(wc -w <<<"$GW_PATHS")")
+    (
+      ok=0 failed=0
+      for ((i = 0; i < scrape_limit; i++)); do
+        sleep 1
+        if curl -sS --max-time 2 -o /dev/null "http://127.0.0.1:$SCRAPE_ADMIN_PORT/metrics" 2>/dev/null; then
+          ok=$((ok + 1)); else failed=$((failed + 1)); fi
+        echo "scrapes ok=$ok failed=$failed (failures include the seconds before and after the gateway ran)" \
+          > "$RESULTS_DIR/airlock-gw-scrape/scrapes.txt"
+      done
+    ) &
+    scraper=$!
+    harness airlock-gw-scrape 1 PORT=$GW_PORT MODE=reverse PATHS="$GW_PATHS" OURS_CMD="$(airlock_cmd "$SCRAPE_CONFIG")" -- ours
+    kill "$scraper" 2>/dev/null || true
+    wait "$scraper" 2>/dev/null || true
+    keep_log airlock-gw-scrape
+    log "airlock-gw-scrape: $(cat "$RESULTS_DIR/airlock-gw-scrape/scrapes.txt" 2>/dev/null || echo 'no scrapes')"
+  fi
   if [ "$ONLY_JSON" != 1 ]; then
     harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
     keep_log airlock-fwd
@@ -247,6 +276,7 @@ add_rows() {  # add_rows STEP [RENAME]
 if [ "$SKIP_AIRLOCK" != 1 ]; then
   add_rows airlock-gw airlock-gw
   [ "$SKIP_LOG" = 1 ] || add_rows airlock-gw-log airlock-gw-log
+  [ "$SCRAPE_METRICS" != 1 ] || add_rows airlock-gw-scrape airlock-gw-scrape
   [ "$ONLY_JSON" = 1 ] || add_rows airlock-fwd airlock-fwd
   [ "$SKIP_JSON" = 1 ] || add_rows airlock-json airlock-json
   [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-tls airlock-tls

@@ -1,3 +1,4 @@
+import CoreMetrics
 import AirlockIO
 import AirlockSecurity
 import AirlockSession
@@ -10,7 +11,8 @@ extension ClientConnection: UpstreamOwner {
     static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     func dispatch(_ req: RequestHead) {
-        let id = worker.nextRequestID()
+        var id = worker.nextRequestID()
+        id.client = RequestID.clientID(in: req.headers)
         if let e = requestFilter(req) {
             respondError(e, exchange: nil, requestID: id, request: req)
             return
@@ -36,14 +38,55 @@ extension ClientConnection: UpstreamOwner {
                               trust: scheme == .https ? route.config.security.trustIdentity : "")
         }
         let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
+        worker.context.metrics.inFlight.increment()
         exchange = ex
         lifecycle.dispatched()
+        if let h = route.health, h.isUnreachable {
+            failExchange(Self.unreachable(h, interval: worker.context.reachability.interval))
+            return
+        }
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)
         }
+        post(.resumed, ex)
         // Hold the client's body until the upstream is ready for it.
         connectUpstream(ex)
+    }
+
+    /// 503 upstream-unreachable with `Retry-After` (the probe interval, at least a second):
+    /// the route's upstream failed its last probe (or refused a connection), so the request
+    /// fails fast instead of waiting for a connect that will fail.
+    static func unreachable(_ h: UpstreamHealth, interval: Duration) -> GatewayError {
+        let snapshot = h.snapshot
+        var e = GatewayError(.upstreamUnreachable, status: 503,
+                             message: "upstream \(h.upstream) is unreachable" + (snapshot.lastError.map { " (\($0))" } ?? ""),
+                             source: .upstream)
+        e.extra = [("upstream", .string(h.upstream))]
+        e.retryAfter = max(1, Int(interval.components.seconds))
+        return e
+    }
+
+    /// 503 upstream-busy: this upstream has `max_connections_per_upstream` connections and the
+    /// queue for one is full, or this request waited `upstream_queue_timeout` in it.
+    static func upstreamBusy(_ ex: Exchange, timedOut: Bool, limits: LimitsConfig) -> GatewayError {
+        let why = timedOut ? "no connection to it came free within \(limits.upstreamQueueTimeout)"
+            : "the queue for a connection to it is full"
+        var e = GatewayError(.upstreamBusy, status: 503,
+                             message: "upstream \(ex.key.host):\(ex.key.port) has max_connections_per_upstream "
+                                 + "(\(limits.maxConnectionsPerUpstream)) connections and \(why)", source: .upstream)
+        e.extra = [("reason", .string(timedOut ? "queue-timeout" : "queue-full"))]
+        e.retryAfter = 1
+        return e
+    }
+
+    /// A passive reachability signal from a request's own connection attempt.
+    func reportReachability(_ ex: Exchange, _ signal: Reachability.Signal) {
+        if let h = ex.routeRef.health {
+            h.record(signal)
+        } else if ex.routeRef.fixedKey == nil {
+            worker.context.reachability.recordOrigin("\(ex.key.host):\(ex.key.port)", signal)
+        }
     }
 
     /// Returns the error that refuses this request before it reaches any upstream.
@@ -71,12 +114,27 @@ extension ClientConnection: UpstreamOwner {
         // The connection that served this client last, if it is still idle in the pool (a
         // preference only: another client may have taken it), else the pool's most recent.
         if let pooled = worker.checkoutUpstream(ex.key, preferring: lastUpstream) {
+            if ex.holdsSlot {   // woken with a slot, but an idle connection is here: no new one
+                ex.holdsSlot = false
+                worker.releaseSlot(ex.key)
+            }
             attach(pooled, to: ex)
             sendRequestHead(ex)
             return
         }
+        if worker.connectionShare > 0 && !ex.holdsSlot {
+            switch worker.admit(ex, client: self) {
+            case .connect: ex.holdsSlot = true
+            case .wait: return
+            case .busy:
+                failExchange(Self.upstreamBusy(ex, timedOut: false, limits: limits))
+                return
+            }
+        }
+        ex.metrics.dnsStart = EventLoop.nowNanos()
         worker.resolver.resolve(host: ex.key.host, port: ex.key.port) { [weak self, weak ex] result in
             guard let self, let ex, self.exchange === ex, self.phase == .forwarding else { return }
+            ex.metrics.dnsEnd = EventLoop.nowNanos()
             switch result {
             case .success(let addrs):
                 ex.addresses = addrs
@@ -102,9 +160,11 @@ extension ClientConnection: UpstreamOwner {
                 failExchange(e)
                 return
             }
+            ex.metrics.connectStart = EventLoop.nowNanos()
             do {
                 let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self,
-                                               security: ex.key.scheme == "https" ? ex.route.security : nil)
+                                               security: ex.key.scheme == "https" ? ex.route.security : nil,
+                                               metrics: ex.routeRef.metrics)
                 ex.upstream = u
                 return
             } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
@@ -126,12 +186,29 @@ extension ClientConnection: UpstreamOwner {
         ex.lastUpstreamAddress = u.address
         u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts)
         u.stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+        ex.metrics.reused = u.isReused
         _ = ex.machine.upstreamReady(reused: u.isReused)   // .sendRequestHead: the caller sends it
     }
 
     func upstreamConnected(_ u: UpstreamConnection) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
         ex.connectedAt = EventLoop.nowNanos()
+        ex.metrics.connectEnd = ex.connectedAt
+        let tlsStart = u.stream.handshakeStartedAt   // 0 on plain upstreams
+        if tlsStart != 0 {
+            ex.metrics.secureStart = tlsStart
+            ex.metrics.secureEnd = ex.connectedAt
+        }
+        if ex.holdsSlot {   // the new connection holds the slot from now on
+            ex.holdsSlot = false
+            u.holdsSlot = true
+        }
+        if let m = ex.routeRef.metrics, ex.metrics.connectStart != 0 {
+            let tcpUp = tlsStart != 0 ? tlsStart : ex.connectedAt
+            m.connect.recordNanoseconds(Int64(tcpUp &- ex.metrics.connectStart))
+            if tlsStart != 0 { m.tls.recordNanoseconds(Int64(ex.connectedAt &- tlsStart)) }
+        }
+        reportReachability(ex, .connected)
         attach(u, to: ex)
         sendRequestHead(ex)
     }
@@ -142,8 +219,10 @@ extension ClientConnection: UpstreamOwner {
         worker.headWriter.reset()
         ForwardingHeads.request(ex.request, host: ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key),
                                 framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                viaToken11: worker.context.via11, into: &worker.headWriter)
+                                viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix,
+                                into: &worker.headWriter)
         worker.headWriter.withBytes { u.stream.write($0) }
+        ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on
         pumpRequestBody()
     }
 
@@ -174,10 +253,12 @@ extension ClientConnection: UpstreamOwner {
             upstreamUntrusted(u, failure: failure, presented: [])
         case .readTimeout, .writeTimeout:
             let what = u.exchanges == 0 ? "connect" : "response"
+            if u.exchanges == 0 { reportReachability(ex, .failed("connect to \(u.address) timed out")) }
             failExchange(GatewayError(.upstreamTimeout, status: 504,
                                       message: "upstream \(u.address) timed out (\(what))", source: .upstream))
         case .error(let why) where u.exchanges == 0:
             ex.upstream = nil
+            reportReachability(ex, .refused("\(u.address): \(why)"))
             // Try the next resolved address, if any.
             if ex.addressIndex < ex.addresses.count {
                 connectNextAddress(ex)
@@ -213,6 +294,7 @@ extension ClientConnection: UpstreamOwner {
         ]
         if let v = failure.verifyError { md["verify_error"] = .string(v) }
         logger.error("upstream.rejected", metadata: md)
+        worker.context.metrics.untrusted(route: ex.route.name, reason: failure.reason.rawValue)
         var e = GatewayError(.untrustedUpstream, status: 502, message: failure.message(host: ex.key.host), source: .upstream)
         e.extra = [("reason", .string(failure.reason.rawValue)), ("code", .int(failure.code))]
         failExchange(e)

@@ -1,3 +1,4 @@
+import CoreMetrics
 import AirlockIO
 import AirlockWire
 import Logging
@@ -13,12 +14,18 @@ extension ClientConnection {
         ex?.machine.answeredByGateway()
         let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
         let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
-        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: requestID.description), keepAlive: keepAlive))
+        let idText = requestID.description
+        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: keepAlive,
+                                           requestID: idText, retryAfter: e.retryAfter))
         logError(e, ex, requestID: requestID, request: req)
+        worker.context.metrics.gatewayError(route: ex?.route.name ?? "-", error: e.reason)
         if let ex {
             ex.responseStatus = e.status
+            if e.code == .rejectedResponse { ex.outcome = .rejected }
+            ex.failure = e.rejection?.reason ?? e.reason
             logAccess(ex, status: e.status, complete: true)
         } else {
+            worker.context.metrics.unrouted.count(e.status)
             logAccess(requestID: requestID, request: req, route: nil, status: e.status, upstream: nil,
                       bytesIn: 0, bytesOut: 0, duration: 0, complete: true)
         }
@@ -60,11 +67,24 @@ extension ClientConnection {
     }
 
     func logAccess(_ ex: Exchange, status: Int, complete: Bool) {
+        postEnd(ex, status: status)
         if let v = ex.validation { recordReject(ex, v) }
+        if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
+        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
         guard worker.logsAccess else { return }
         logAccess(requestID: ex.id, request: ex.request, route: ex.route.name, status: status,
                   upstream: ex.lastUpstreamAddress, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
                   duration: ex.durationMillis, complete: complete, exchange: ex)
+    }
+
+    /// The exchange's counters and latencies (once, when it is logged): status class, bytes,
+    /// time to first byte and total; the in-flight gauge goes down.
+    private func recordMetrics(_ ex: Exchange, _ m: RouteMetrics, status: Int) {
+        worker.context.metrics.inFlight.decrement()
+        m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
+        let end = ex.metrics.responseEnd != 0 ? ex.metrics.responseEnd : EventLoop.nowNanos()
+        m.latency.observe(firstByte: ex.responseStartedAt > ex.started ? ex.responseStartedAt - ex.started : 0,
+                          total: end &- ex.started)
     }
 
     func logAccess(requestID: RequestID, request: RequestHead?, route: String?, status: Int, upstream: SocketAddress?,
@@ -78,7 +98,8 @@ extension ClientConnection {
             upstreamTiming: ex.flatMap { ex in
                 ex.responseStartedAt > 0
                     ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.connectedAt == 0) : nil
-            })
+            },
+            task: ex.map { ($0.taskState.rawValue, $0.metrics) })
         if let buffer = worker.accessLog {
             buffer.append { record.encode(into: &$0) }
         } else {

@@ -24,8 +24,10 @@ extension ClientConnection {
         }
         if ex.requestDecoder.isComplete {
             ex.machine.requestBodyComplete()
+            ex.metrics.requestSent = EventLoop.nowNanos()
         } else if u.stream.outputLength >= Self.writeHighWatermark {
             stream.setReading(false)   // resumed in upstreamWritable
+            setSuspended(ex, true)
         } else if lifecycle.input == .halfClosed {
             // Everything the client sent before its close has been decoded: the body is cut off.
             perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
@@ -35,6 +37,7 @@ extension ClientConnection {
     func upstreamWritable(_ u: UpstreamConnection) {
         guard let ex = exchange, !ex.requestBodyDone else { return }
         stream.setReading(true)
+        if ex.suspended { setSuspended(ex, false) }
         // Bytes already buffered do not fire the read callback again: pump them now.
         pumpRequestBody()
     }
@@ -75,7 +78,10 @@ extension ClientConnection {
 
     func upstreamReadable(_ u: UpstreamConnection) {
         guard phase == .forwarding, let ex = exchange, ex.upstream === u else { return }
-        if u.stream.inputLength > 0 { ex.machine.upstreamBytesArrived() }
+        if u.stream.inputLength > 0 {
+            ex.machine.upstreamBytesArrived()
+            if ex.metrics.firstResponseByte == 0 { ex.metrics.firstResponseByte = EventLoop.nowNanos() }
+        }
         if ex.response == nil {
             readResponseHead(ex, u)
         } else {
@@ -129,6 +135,7 @@ extension ClientConnection {
         ex.responseStatus = head.status
         ex.responseStartedAt = EventLoop.nowNanos()
         let framing = head.framing(requestMethod: ex.request.method)
+        ex.responseFraming = framing
         ex.responseDecoder = BodyDecoder(framing: framing)
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
         ex.clientKeepAlive = ex.request.keepAlive && clientContinues && ex.responseOut != .close
@@ -150,7 +157,7 @@ extension ClientConnection {
                                  out: ex.responseOut, requestMethod: ex.request.method,
                                  keepAlive: ex.clientKeepAlive, clientVersion: ex.request.version,
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
-                                 into: &worker.headWriter)
+                                 idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix, into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
         ex.machine.validatorReleasedHead()
     }
@@ -175,6 +182,7 @@ extension ClientConnection {
         } else if stream.outputLength >= Self.writeHighWatermark {
             u.stream.setReading(false)   // resumed in streamWritable
             stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+            setSuspended(ex, true)
         }
     }
 
@@ -282,6 +290,8 @@ extension ClientConnection {
     func clientAborted(_ event: StreamEvent) {
         guard let ex = exchange else { close(); return }
         _ = ex.machine.clientGone()
+        ex.outcome = .cancelled
+        ex.failure = GatewayError.Code.clientAborted.rawValue
         if let u = ex.upstream { ex.upstream = nil; u.close() }
         let why: String
         switch event {

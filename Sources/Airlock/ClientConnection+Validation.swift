@@ -234,5 +234,6 @@ extension ClientConnection {
             bodySample: String(decoding: v.sample, as: UTF8.self))
         logger.warning("response.rejected", metadata: record.metadata)
         worker.context.rejects.append(record)
+        worker.context.metrics.rejected(route: ex.route.name, reason: error.reason.rawValue)
     }
 }

@@ -104,6 +104,7 @@ final class ClientConnection: StreamDelegate {
         // The client drained what we queued: let the upstream send more.
         if stream.outputLength < Self.writeHighWatermark / 2 {
             u.stream.setReading(true)
+            if ex.suspended { setSuspended(ex, false) }
             pumpResponseBody()
         }
     }

@@ -38,11 +38,17 @@ final class Exchange {
     var connectedAt: UInt64 = 0
     var responseStartedAt: UInt64 = 0
     var lastUpstreamAddress: SocketAddress?
+    /// Holds one of its worker's slots for this upstream (max_connections_per_upstream) until a
+    /// new connection is attached, which takes it over.
+    var holdsSlot = false
+    /// Non-zero while waiting in the worker's queue for this upstream.
+    var queueTicket: UInt64 = 0
 
     // response side
     var responseScanner: HeadScanner
     var response: ResponseHead?
     var responseDecoder = BodyDecoder(framing: .none)
+    var responseFraming: BodyFraming = .none
     var responseOut: OutFraming = .none
     var responseHeadSent: Bool { machine.responseHeadSent }
     var responseStatus = 0
@@ -57,6 +63,7 @@ final class Exchange {
         self.routeRef = route
         self.key = key
         self.started = EventLoop.nowNanos()
+        self.metrics = TaskMetrics(fetchStart: started)
         self.requestDecoder = BodyDecoder(framing: request.framing)
         switch request.framing {
         case .chunked: requestOut = .chunked
@@ -76,6 +83,45 @@ final class Exchange {
         case .authority(let host, let port): return "\(host):\(port)"
         case .asterisk: return "*"
         }
+    }
+
+    // task (GET /tasks, /events): milestones, backpressure, how it ended
+    /// NSURLSessionTaskMetrics' milestones, stored as they happen (a few integers, nothing allocated).
+    var metrics: TaskMetrics
+    /// Either side's reads are paused for backpressure.
+    var suspended = false
+    /// How the task ended, for its event: `.completed` unless cancelled or rejected.
+    var outcome: TaskEvent.Kind = .completed
+    /// Why it failed or was cancelled (an error reason code), for its event.
+    var failure: String?
+
+    /// The task's state now (see `TaskState.derive`).
+    var taskState: TaskState {
+        TaskState.derive(machine, upstreamReady: upstream?.state == .active, suspended: suspended,
+                         cancelled: outcome == .cancelled)
+    }
+
+    var uploadProgress: TaskProgress {
+        if case .length(let n) = request.framing { return TaskProgress(done: bytesIn, expected: n) }
+        return TaskProgress(done: bytesIn, expected: request.framing == .none ? 0 : nil)
+    }
+
+    var downloadProgress: TaskProgress {
+        guard response != nil else { return TaskProgress() }
+        if case .length(let n) = responseFraming { return TaskProgress(done: bytesOut, expected: n) }
+        return TaskProgress(done: bytesOut, expected: responseFraming == .none ? 0 : nil)
+    }
+
+    func snapshot(worker: Int, now: UInt64) -> TaskSnapshot {
+        TaskSnapshot(id: id.description, worker: worker, route: route.name, method: request.method.name,
+                     url: targetDescription, state: taskState, upload: uploadProgress, download: downloadProgress,
+                     ageMillis: Double((now &- started) / 1000) / 1000)
+    }
+
+    func event(_ kind: TaskEvent.Kind, status: Int = 0, reason: String? = nil) -> TaskEvent {
+        TaskEvent(kind: kind, id: id.description, route: route.name, method: request.method.name,
+                  url: targetDescription, status: status, bytesIn: bytesIn, bytesOut: bytesOut,
+                  durationMillis: durationMillis, reason: reason)
     }
 
     var durationMillis: Double { Double(EventLoop.nowNanos() - started) / 1_000_000 }

@@ -22,14 +22,16 @@ enum ForwardingHeads {
 
     /// The request head sent upstream; `host` is the upstream's authority (`authority(key)`,
     /// or a fixed upstream's precomputed one).
+    /// The request id goes up as `X-Request-Id` (`RequestID.write`): the client's own when kept
+    /// (`clientID`), else Airlock's from the worker's `idPrefix` and `idSerial`.
     static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,
-                        viaToken11: String, into w: inout HeadWriter) {
+                        viaToken11: String, idSerial: UInt64, clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field("Host", value: host)
         let tokens = connectionTokens(req.headers)
         for i in 0..<req.headers.count {
             switch req.headers.known(at: i) {
-            case .host, .expect: continue
+            case .host, .expect, .requestID: continue
             default: break
             }
             if HopByHop.isHopByHop(req.headers, at: i, connectionTokens: tokens) { continue }
@@ -38,6 +40,7 @@ enum ForwardingHeads {
         // Our hop, as one more Via line after the received ones (which went out above, byte
         // for byte): a list field's lines combine in order (RFC 9110 5.3, 7.6.3).
         w.field("Via", value: req.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
+        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (framing, req.framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
@@ -115,7 +118,8 @@ enum ForwardingHeads {
     /// every message a proxy forwards, responses too).
     static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
                          requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
-                         viaToken: String, viaToken11: String, into w: inout HeadWriter) {
+                         viaToken: String, viaToken11: String, idSerial: UInt64, clientID: String?,
+                         idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.statusLine(status: resp.status, reason: resp.reason)
         let tokens = connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
@@ -125,10 +129,13 @@ enum ForwardingHeads {
                 w.field(from: resp.headers, at: i)
                 continue
             }
+            // The client gets its task's id, whatever id the upstream answered with.
+            if known == .requestID { continue }
             if HopByHop.isHopByHop(resp.headers, at: i, connectionTokens: tokens) { continue }
             w.field(from: resp.headers, at: i)
         }
         w.field("Via", value: resp.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
+        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (out, framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
@@ -143,12 +150,14 @@ enum ForwardingHeads {
     }
 
     /// A complete error response with a JSON body.
-    static func error(status: Int, body: [UInt8], keepAlive: Bool) -> [UInt8] {
+    static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil, retryAfter: Int? = nil) -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
+        if let requestID { w.field("X-Request-Id", value: requestID) }
         w.field("Content-Type", value: "application/json")
         w.field("Content-Length", decimal: UInt64(body.count))
         w.field("Cache-Control", value: "no-store")
+        if let retryAfter { w.field("Retry-After", decimal: UInt64(max(0, retryAfter))) }
         if !keepAlive { w.field("Connection", value: "close") }
         w.end()
         return w.bytes + body

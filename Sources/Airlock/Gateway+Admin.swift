@@ -9,14 +9,24 @@ extension Gateway {
     /// Binds the admin listener on the acceptor loop. A configured address that cannot be bound
     /// fails the start; the default one (127.0.0.1:9090, perhaps taken by another Airlock) only
     /// leaves the gateway without its admin listener, which `start` logs.
-    func startAdmin(rejects: RejectLog) throws {
+    func startAdmin(rejects: RejectLog, context: GatewayContext) throws {
         guard let address = config.admin.address else { return }
         do {
             admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects, token: config.admin.token,
-                                    isReady: { [unowned self] in self.isTakingTraffic })
+                                    isReady: { [unowned self] in self.isTakingTraffic },
+                                    tasks: TaskDirectory(loop: mainLoop), events: TaskEventHub(loop: mainLoop),
+                                    metrics: context.metrics, reachability: context.reachability)
         } catch let error where config.admin.isDefaultAddress {
             adminUnavailable = "\(error)"
         }
+    }
+
+    /// Gives the admin listener the workers' tasks and the workers the events hub, once the
+    /// workers exist and before their loops start (so nothing here crosses threads later).
+    func attachTasks() {
+        guard let admin else { return }
+        admin.tasks?.workers = workers
+        for w in workers { w.taskEvents = admin.events }
     }
 
     /// `airlock.admin` with the bound port, or why there is none.
@@ -25,7 +35,7 @@ extension Gateway {
             logger.info("airlock.admin", metadata: [
                 "address": .string(admin.address.host),
                 "port": .stringConvertible(Int(admin.address.port)),
-                "paths": .string("/rejects /healthz /readyz"),
+                "paths": .string("/rejects /healthz /readyz /metrics /upstreams /tasks /events"),
             ])
         } else if let adminUnavailable {
             logger.warning("airlock.admin-unavailable", metadata: [

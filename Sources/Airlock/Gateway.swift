@@ -10,7 +10,7 @@ public final class Gateway: @unchecked Sendable {
     let logger: Logger
     let mainLoop: EventLoop
     private var listener: Listener?
-    private var workers: [Worker] = []
+    private(set) var workers: [Worker] = []
     private var signals: SignalWatcher?
     private var drainTimer: Timer?
     private var nextWorker = 0
@@ -25,6 +25,8 @@ public final class Gateway: @unchecked Sendable {
     var admin: AdminServer?
     /// Why the default admin address could not be bound (logged at start).
     var adminUnavailable: String?
+    /// Probes fixed upstreams on the acceptor loop (`reachability.interval`).
+    private var monitor: ReachabilityMonitor?
 
     private enum RunState {
         case created     // → .running
@@ -43,15 +45,20 @@ public final class Gateway: @unchecked Sendable {
         Self.raiseDescriptorLimit(for: config.limits)
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
+        let metrics = GatewayMetrics(config: config)
         let context = GatewayContext(config: config, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
-                                     listenAddress: l.address, idPrefix: Self.randomHex(8), rejects: rejects)
-        try startAdmin(rejects: rejects)
+                                     listenAddress: l.address, idPrefix: Self.randomHex(8), rejects: rejects,
+                                     metrics: metrics,
+                                     reachability: Reachabilities(config: config, logger: logger, metrics: metrics))
+        monitor = ReachabilityMonitor(loop: mainLoop, context: context)
+        try startAdmin(rejects: rejects, context: context)
         for i in 0..<max(1, config.workers) {
             workers.append(Worker(index: i, context: context,
                                   onConnectionClosed: { [unowned self] in self.connectionClosed() },
                                   onIdle: { [unowned self] i in self.workerIdle(i) }))
         }
+        attachTasks()
         listener = l
         // Measured now that the listener, the admin socket and every worker loop hold theirs.
         maxConnections = Self.connectionCap(for: config.limits, workers: workers.count, logger: logger)
@@ -134,6 +141,7 @@ public final class Gateway: @unchecked Sendable {
         started = true
         state.withLock { $0 = .running }
         for w in workers { w.loop.startThread() }
+        mainLoop.execute { [self] in self.monitor?.start() }
         logAdmin()
         logger.info("airlock.listening", metadata: [
             "address": .string(listener?.address.host ?? "-"),
@@ -255,6 +263,7 @@ public final class Gateway: @unchecked Sendable {
 
     private func finishShutdown() {
         state.withLock { $0 = .stopped }
+        monitor?.stop()
         admin?.close()
         drainTimer?.cancel()
         drainTimer = nil

@@ -18,10 +18,16 @@ struct GatewayContext: Sendable {
     let tls: TLSContexts
     /// The last reject records, appended by workers, read by the admin listener.
     let rejects: RejectLog
+    /// Metric handles (`GET /metrics`), updated by workers, read by the admin listener.
+    let metrics: GatewayMetrics
+    /// Each configured upstream's reachability, fed by probes and by workers' connections.
+    let reachability: Reachabilities
 
     init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String,
-         rejects: RejectLog) {
+         rejects: RejectLog, metrics: GatewayMetrics, reachability: Reachabilities) {
         self.rejects = rejects
+        self.metrics = metrics
+        self.reachability = reachability
         self.tls = TLSContexts()
         self.config = config
         self.logger = logger

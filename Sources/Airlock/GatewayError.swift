@@ -18,8 +18,14 @@ struct GatewayError: Error, Sendable {
         case upstreamClosed = "upstream-closed"
         case untrustedUpstream = "untrusted-upstream"
         case rejectedResponse = "rejected-response"
+        /// 503 at once while the route's upstream is unreachable (reachability probes).
+        case upstreamUnreachable = "upstream-unreachable"
+        /// 503: max_connections_per_upstream reached and the wait queue full or timed out.
+        case upstreamBusy = "upstream-busy"
         /// Logged only (nobody is left to answer): the client closed, failed or stopped reading.
         case clientAborted = "client-aborted"
+        /// Logged only: an admin cancelled the task (`DELETE /tasks/{id}`); both sides were closed.
+        case cancelled = "cancelled"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }
@@ -40,6 +46,8 @@ struct GatewayError: Error, Sendable {
     }
     /// Set for `rejected-response`: the fields its JSON body adds.
     var rejection: ResponseRejection?
+    /// Seconds for a `Retry-After` field (503 upstream-unreachable).
+    var retryAfter: Int?
 
     init(_ code: Code, status: Int, message: String, source: Source, mustClose: Bool = false) {
         self.code = code

@@ -10,9 +10,15 @@ final class Route: Sendable {
     /// The `Host` field sent to a fixed upstream (IPv6 literals in brackets, port only when
     /// not the scheme's default).
     let fixedHostField: String?
+    /// The route's metric handles, resolved once (nil only in tests that build bare routes).
+    let metrics: RouteMetrics?
+    /// The fixed upstream's reachability, shared by every worker (nil for `origin` routes).
+    let health: UpstreamHealth?
 
-    init(_ config: RouteConfig) {
+    init(_ config: RouteConfig, metrics: RouteMetrics? = nil, health: UpstreamHealth? = nil) {
         self.config = config
+        self.metrics = metrics
+        self.health = health
         switch config.upstream {
         case .fixed(let t):
             fixedKey = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,
@@ -25,7 +31,11 @@ final class Route: Sendable {
     }
 
     /// Routes in configuration order; the first that matches takes the request.
-    static func table(_ config: AirlockConfig) -> [Route] { config.routes.map(Route.init) }
+    static func table(_ config: AirlockConfig, metrics: GatewayMetrics? = nil, health: Reachabilities? = nil) -> [Route] {
+        config.routes.enumerated().map { i, r in
+            Route(r, metrics: metrics?.routes[i], health: health?.byRoute[i])
+        }
+    }
 }
 
 extension Array where Element == Route {

@@ -10,27 +10,10 @@ extension UpstreamConnection {
             owner?.upstreamConnected(self)
             return
         }
-        let host = key.host
         let presented = stream.tlsPeerChain ?? []
-        let decision: TrustDecision
-        if stream.tlsSessionReused {
-            // Resumed from this worker's cache, whose sessions are stored only after passing
-            // this same policy (the key holds host, port and trust identity).
-            decision = .trusted
-        } else {
-            var outcomes: [ValidationRequest: ValidationOutcome] = [:]
-            for request in security.policy.validations(for: host) {
-                let anchors: TLSClientContext.Anchors = switch request.anchors {
-                case .defaultTrust: .defaultTrust
-                case .pinnedCertificates: .pinnedCertificates
-                case .presentedChain: .presentedChain
-                }
-                outcomes[request] = stream.tlsVerify(anchors: anchors, hostname: request.hostname)
-                    .map { $0.map(Self.facts) }
-                    .mapError { VerifyFailure.fromOpenSSL(code: $0.code, text: $0.text) }
-            }
-            decision = security.policy.evaluate(ServerTrust(host: host, presented: presented.map(Self.facts), outcomes: outcomes))
-        }
+        // A session resumed from this worker's cache passed this same policy when it was
+        // stored (the key holds host, port and trust identity).
+        let decision = stream.tlsSessionReused ? .trusted : Self.evaluate(stream, host: key.host, security: security)
         switch decision {
         case .trusted:
             trusted = true
@@ -53,6 +36,24 @@ extension UpstreamConnection {
         } else if state == .connecting {
             setPendingSession(session)
         }
+    }
+
+    /// The route's security policy over the handshake `stream` just completed (also what a
+    /// reachability probe of an https upstream asks).
+    static func evaluate(_ stream: Stream, host: String, security: RouteSecurity) -> TrustDecision {
+        let presented = stream.tlsPeerChain ?? []
+        var outcomes: [ValidationRequest: ValidationOutcome] = [:]
+        for request in security.policy.validations(for: host) {
+            let anchors: TLSClientContext.Anchors = switch request.anchors {
+            case .defaultTrust: .defaultTrust
+            case .pinnedCertificates: .pinnedCertificates
+            case .presentedChain: .presentedChain
+            }
+            outcomes[request] = stream.tlsVerify(anchors: anchors, hostname: request.hostname)
+                .map { $0.map(Self.facts) }
+                .mapError { VerifyFailure.fromOpenSSL(code: $0.code, text: $0.text) }
+        }
+        return security.policy.evaluate(ServerTrust(host: host, presented: presented.map(Self.facts), outcomes: outcomes))
     }
 
     static func facts(_ c: PeerCertificate) -> CertificateFacts {

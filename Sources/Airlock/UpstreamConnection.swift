@@ -1,3 +1,4 @@
+import Synchronization
 import AirlockIO
 import AirlockSecurity
 import AirlockSession
@@ -27,6 +28,10 @@ final class UpstreamConnection: StreamDelegate {
     let sessionKey: String
     var trusted = false
     private var pendingSession: TLSSessionTicket?
+    /// Holds a slot of its worker's per-upstream cap, given back when it closes.
+    var holdsSlot = false
+    /// The route's pool gauges (idle / active counts), updated on every change of state.
+    private let metrics: RouteMetrics?
 
     enum State {
         case connecting   // → .active or .closed
@@ -36,8 +41,9 @@ final class UpstreamConnection: StreamDelegate {
     }
 
     init(worker: Worker, key: UpstreamKey, address: SocketAddress, owner: any UpstreamOwner,
-         security: RouteSecurity?) throws {
+         security: RouteSecurity?, metrics: RouteMetrics? = nil) throws {
         self.worker = worker
+        self.metrics = metrics
         self.key = key
         self.address = address
         self.owner = owner
@@ -56,6 +62,7 @@ final class UpstreamConnection: StreamDelegate {
         }
         stream.delegate = self
         stream.setReadHighWatermark(ClientConnection.readHighWatermark)
+        worker.upstreamOpened()
     }
 
     var isReused: Bool { exchanges > 1 }
@@ -73,6 +80,10 @@ final class UpstreamConnection: StreamDelegate {
     /// Bind to an exchange (fresh or from the pool).
     func activate(owner: any UpstreamOwner, timeouts: StreamTimeouts) {
         self.owner = owner
+        if let m = metrics {
+            if state == .idle { m.poolIdleCount.subtract(1, ordering: .relaxed) }
+            m.poolActiveCount.add(1, ordering: .relaxed)
+        }
         state = .active
         exchanges += 1
         stream.setTimeouts(timeouts)
@@ -81,6 +92,10 @@ final class UpstreamConnection: StreamDelegate {
 
     func becomeIdle(timeouts: StreamTimeouts) {
         owner = nil
+        if let m = metrics, state == .active {
+            m.poolActiveCount.subtract(1, ordering: .relaxed)
+            m.poolIdleCount.add(1, ordering: .relaxed)
+        }
         state = .idle
         stream.setWriteLowWatermark(0)
         stream.setTimeouts(timeouts)
@@ -90,9 +105,18 @@ final class UpstreamConnection: StreamDelegate {
     func close() {
         guard state != .closed else { return }
         pendingSession = nil
+        if let m = metrics {
+            if state == .active { m.poolActiveCount.subtract(1, ordering: .relaxed) }
+            if state == .idle { m.poolIdleCount.subtract(1, ordering: .relaxed) }
+        }
         state = .closed
         owner = nil
         stream.close()
+        worker.upstreamClosed()
+        if holdsSlot {
+            holdsSlot = false
+            worker.releaseSlot(key)
+        }
     }
 
     // MARK: StreamDelegate

@@ -19,6 +19,13 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var clients: [ObjectIdentifier: ClientConnection] = [:]
     private(set) var draining = false
     private var requestCounter: UInt64 = 0
+    /// "X-Request-Id: <prefix>-<worker>-": the fixed part of this worker's id field.
+    let idPrefix: HeadWriter.FieldPrefix
+    /// Where task lifecycle events go (`GET /events`); set before the loop starts, nil
+    /// without an admin listener.
+    var taskEvents: TaskEventHub?
+    /// Upstream connections open (connecting, serving or parked); those parked are the pool's.
+    private(set) var upstreamsOpen = 0
     /// One head is serialized at a time on a loop: its buffer is reused for every head.
     var headWriter = HeadWriter(capacity: 4096)
     /// Header storage of finished exchanges, given to the parser of a later head so that
@@ -26,6 +33,12 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private var spareHeaders: [HTTPHeaders] = []
     static let spareHeadersMax = 256
     static let spareHeaderBytesMax = 4096
+    /// `limits.max_connections_per_upstream` and `upstream_queue`, this worker's share (0 = no cap).
+    let connectionShare: Int
+    let queueShare: Int
+    var admissions: [UpstreamKey: UpstreamAdmission] = [:]
+    var queued: [UInt64: QueuedExchange] = [:]
+    var nextQueueTicket: UInt64 = 0
     private var flushing = 0
     private var reportedIdle = false
     private let onIdle: @Sendable (Int) -> Void
@@ -37,12 +50,13 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.index = index
         self.context = context
         self.limits = context.config.limits
-        self.routes = Route.table(context.config)
+        self.routes = Route.table(context.config, metrics: context.metrics, health: context.reachability)
         self.logsAccess = context.logger.logLevel <= .info
         self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
                                      headerBytes: limits.headerBytes,
                                      headerCount: limits.headerCount)
         self.loop = EventLoop(name: "worker-\(index)", batchSends: context.config.ioUring == .auto)
+        self.idPrefix = HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "\(context.idPrefix)-\(index)-")
         self.resolver = Resolver(loop: loop)
         self.pool = ConnectionPool(maxIdlePerKey: limits.maxIdlePerUpstream)
         self.onConnectionClosed = onConnectionClosed
@@ -63,6 +77,9 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
             self.logBuffer = nil
             self.accessLog = nil
         }
+        let workers = max(1, context.config.workers)
+        connectionShare = Self.share(of: limits.maxConnectionsPerUpstream, worker: index, workers: workers)
+        queueShare = Self.share(of: limits.upstreamQueue, worker: index, workers: workers)
     }
 
     /// Writes into `logBuffer` when the gateway logs JSON lines.
@@ -135,6 +152,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         guard !draining else { u.close(); return }
         u.becomeIdle(timeouts: upstreamIdleTimeouts)
         if let evicted = pool.checkin(u, key: u.key) { evicted.close() }
+        if connectionShare > 0 { offerIdle(u.key) }
     }
 
     /// An idle pooled connection for `key`: `preferred` when it is still parked there,
@@ -160,6 +178,38 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     func idleUpstreamClosed(_ u: UpstreamConnection) {
         pool.remove(u, key: u.key)
         u.close()
+    }
+
+    func upstreamOpened() { upstreamsOpen += 1 }
+    func upstreamClosed() { upstreamsOpen -= 1 }
+
+    // MARK: tasks
+
+    /// The in-flight tasks: one per client connection with an exchange (the connections are
+    /// the table, so a task costs the hot path no insert or remove of its own).
+    func taskSnapshots() -> WorkerTasks {
+        let now = EventLoop.nowNanos()
+        var tasks: [TaskSnapshot] = []
+        for c in clients.values {
+            if let ex = c.exchange { tasks.append(ex.snapshot(worker: index, now: now)) }
+        }
+        let idle = pool.idleCount
+        return WorkerTasks(worker: index, tasks: tasks, upstreamsInUse: upstreamsOpen - idle, upstreamsIdle: idle)
+    }
+
+    /// Cancels the task with this id (every task when nil): client connection closed,
+    /// upstream connection dropped. Returns what it cancelled.
+    func cancelTasks(id: String?) -> [TaskSnapshot] {
+        let now = EventLoop.nowNanos()
+        var cancelled: [TaskSnapshot] = []
+        for c in Array(clients.values) {
+            guard let ex = c.exchange, id == nil || ex.id.description == id else { continue }
+            var snap = ex.snapshot(worker: index, now: now)
+            snap.state = .cancelled
+            cancelled.append(snap)
+            c.cancelTask()
+        }
+        return cancelled
     }
 
     // MARK: shutdown

@@ -22,6 +22,7 @@ extension Stream {
         }
         tlsSetup = nil
         tlsSession = Unmanaged.passRetained(session)
+        handshakeStartedAt = EventLoop.nowNanos()
         state = .handshaking
         continueHandshake()
     }

@@ -129,6 +129,10 @@ public final class Stream {
         writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
     }
 
+    /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
+    /// split between connect and TLS time in task metrics and the gateway's histograms.
+    public internal(set) var handshakeStartedAt: UInt64 = 0
+
     // MARK: settings
 
     public func setReading(_ on: Bool) {

@@ -24,11 +24,11 @@ final class OriginServer: @unchecked Sendable {
         case stopped      // final
     }
 
-    init(behavior: TestOrigin.Behavior) throws {
+    init(behavior: TestOrigin.Behavior, port: UInt16 = 0) throws {
         self.behavior = behavior
         waker = try Waker()
         do {
-            (listener, port) = try Socket.listenOnLoopback()
+            (listener, self.port) = try Socket.listenOnLoopback(port: port)
         } catch {
             waker.close()
             throw error

@@ -8,22 +8,23 @@ enum Socket {
 
     // MARK: Listening and connecting
 
-    /// A TCP listener on 127.0.0.1:0, non-blocking so `accept` after `poll` can never hang.
-    static func listenOnLoopback(backlog: Int32 = 512) throws -> (fd: Int32, port: UInt16) {
+    /// A TCP listener on 127.0.0.1:0 (or `port`, to come back on a port used before), non-blocking
+    /// so `accept` after `poll` can never hang.
+    static func listenOnLoopback(backlog: Int32 = 512, port: UInt16 = 0) throws -> (fd: Int32, port: UInt16) {
         let fd = try Descriptors.make("socket") {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             return fd >= 0 ? [fd] : nil
         }[0]
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = loopbackAddress(port: 0)
+        var address = loopbackAddress(port: port)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard bound == 0 else {
-            let error = Descriptors.systemError("bind 127.0.0.1:0")
+            let error = Descriptors.systemError("bind 127.0.0.1:\(port)")
             close(fd)
             throw error
         }

@@ -20,9 +20,10 @@ public final class TestOrigin: Sendable {
 
     private let server: OriginServer
 
-    /// Binds 127.0.0.1:0, listens and starts the accept thread.
-    public init(_ behavior: Behavior) throws {
-        server = try OriginServer(behavior: behavior)
+    /// Binds 127.0.0.1:0 (or `port`: an origin restarted where a stopped one listened),
+    /// listens and starts the accept thread.
+    public init(_ behavior: Behavior, port: UInt16 = 0) throws {
+        server = try OriginServer(behavior: behavior, port: port)
         server.start()
     }
 

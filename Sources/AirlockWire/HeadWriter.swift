@@ -108,6 +108,38 @@ public struct HeadWriter: ~Copyable {
         appendCRLF()
     }
 
+    /// The fixed start of a field written on every exchange, e.g. "X-Request-Id: ab12-0-":
+    /// checked once when made (as `field(name:value:)` checks), then copied in one move.
+    public struct FieldPrefix: Sendable {
+        let bytes: [UInt8]
+
+        public init(name: StaticString, valuePrefix: String) {
+            var w = HeadWriter(capacity: 64)
+            w.appendToken(HeadWriter.bytes(of: name))
+            w.appendColonSpace()
+            w.appendValue(valuePrefix)
+            bytes = w.bytes
+        }
+    }
+
+    /// "<prefix><hex>\r\n": `hex` in lower-case hexadecimal, with no String built (a request id).
+    public mutating func field(_ prefix: FieldPrefix, hex: UInt64) {
+        prefix.bytes.withUnsafeBytes { put($0) }
+        var digits = 1
+        var rest = hex >> 4
+        while rest > 0 { digits += 1; rest >>= 4 }
+        let out = reserve(digits + 2)
+        var v = hex
+        for k in stride(from: digits - 1, through: 0, by: -1) {
+            let d = UInt8(truncatingIfNeeded: v & 0xF)
+            out[k] = d < 10 ? 0x30 + d : 0x57 + d
+            v >>= 4
+        }
+        out[digits] = ByteClass.cr
+        out[digits + 1] = ByteClass.lf
+        count += digits + 2
+    }
+
     /// Copies field `i` of `headers` byte for byte, with no String in between.
     public mutating func field(from headers: HTTPHeaders, at i: Int) {
         // Room reserved first, so the closure writes through a pointer and captures nothing

@@ -2,7 +2,8 @@
 /// look-ups compare a byte instead of a string.
 public enum KnownField: UInt8, Sendable {
     case other, host, contentLength, transferEncoding, connection, proxyConnection, keepAlive,
-         te, trailer, upgrade, proxyAuthorization, via, expect, contentType, date, server
+         te, trailer, upgrade, proxyAuthorization, via, expect, contentType, date, server,
+         requestID   // X-Request-Id: Airlock keeps a well-formed one and sends its own otherwise
 
     /// The canonical spelling, e.g. "Content-Length"; "" for `.other`.
     public var canonicalName: String {
@@ -23,6 +24,7 @@ public enum KnownField: UInt8, Sendable {
         case .contentType: "Content-Type"
         case .date: "Date"
         case .server: "Server"
+        case .requestID: "X-Request-Id"
         }
     }
 
@@ -50,7 +52,9 @@ public enum KnownField: UInt8, Sendable {
         case 10:
             if eq(name, "connection") { return .connection }
             return eq(name, "keep-alive") ? .keepAlive : .other
-        case 12: return eq(name, "content-type") ? .contentType : .other
+        case 12:
+            if eq(name, "content-type") { return .contentType }
+            return eq(name, "x-request-id") ? .requestID : .other
         case 14: return eq(name, "content-length") ? .contentLength : .other
         case 16: return eq(name, "proxy-connection") ? .proxyConnection : .other
         case 17: return eq(name, "transfer-encoding") ? .transferEncoding : .other

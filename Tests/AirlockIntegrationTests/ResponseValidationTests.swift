@@ -377,7 +377,7 @@ final class ResponseValidationTests: XCTestCase {
 
         let health = try Curl.run(["-w", "%{http_code}", "-o", "/dev/null", "http://127.0.0.1:\(admin)/healthz"])
         XCTAssertEqual(health.stdoutString, "200")
-        let missing = try Curl.run(["-w", "\\n%{http_code}", "http://127.0.0.1:\(admin)/metrics"])
+        let missing = try Curl.run(["-w", "\\n%{http_code}", "http://127.0.0.1:\(admin)/nowhere"])
         XCTAssertTrue(missing.stdoutString.hasSuffix("404"), missing.stdoutString)
         let post = try Curl.run(["-w", "\\n%{http_code}", "-X", "POST", "http://127.0.0.1:\(admin)/rejects"])
         XCTAssertTrue(post.stdoutString.hasSuffix("405"), post.stdoutString)

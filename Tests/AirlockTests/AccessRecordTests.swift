@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import AirlockIO
+import AirlockSession
 import Logging
 import XCTest
 @testable import Airlock
@@ -26,14 +27,25 @@ final class AccessRecordTests: XCTestCase {
     }
 
     func testDirectEncodingMatchesTheHandlerForEveryFieldCombination() {
-        let full = AccessRecord(
+        var full = AccessRecord(
             requestID: RequestID(prefix: "0f1e2d3c4b5a6978", worker: 12, serial: 0xdead_beef_0042),
             status: 502, bytesIn: 1234, bytesOut: UInt64.max, durationMillis: 12.345,
             client: SocketAddress(ipLiteral: "::1", port: 50123)!,
             request: ("POST", "/a\"b\\c\u{01}\u{7f}\u{2028}é?q=1", "api.test"),
             route: "api \"v2\"", upstream: SocketAddress(ipLiteral: "10.20.30.40", port: 8080), incomplete: true,
             upstreamTiming: (0.5, true))
+        var metrics = TaskMetrics(fetchStart: 1_000_000)
+        (metrics.dnsStart, metrics.dnsEnd) = (1_000_000, 1_250_000)
+        (metrics.connectStart, metrics.connectEnd) = (1_250_000, 2_000_000)
+        (metrics.secureStart, metrics.secureEnd) = (1_500_000, 2_000_000)
+        metrics.requestSent = 2_100_000
+        metrics.firstResponseByte = 9_000_000
+        metrics.responseEnd = 1_000_000_000_000
+        metrics.reused = true
+        full.task = ("failed", metrics)
+        full.requestID.client = "client-\"id\"/1"
         var bare = full
+        bare.task = nil
         bare.request = nil
         bare.route = nil
         bare.upstream = nil
@@ -48,12 +60,25 @@ final class AccessRecordTests: XCTestCase {
         fresh.upstreamTiming = (1e-3, false)
         fresh.incomplete = false
         fresh.durationMillis = 1_000_000.25
+        var early = TaskMetrics(fetchStart: 5)   // no upstream used: no "reused", only "total"
+        early.responseEnd = 2_000_005
+        fresh.task = ("cancelled", early)
+        fresh.requestID.client = nil
         for (name, r) in [("full", full), ("bare", bare), ("fresh", fresh)] {
             let a = direct(r), b = viaHandler(r)
             XCTAssertEqual(a.last, UInt8(ascii: "\n"), name)
             XCTAssertEqual(untimed(a), untimed(b), name)
             XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(a.dropLast())), name)
         }
+        // The task fields are there, as the handler writes them.
+        let line = untimed(direct(full))
+        XCTAssertTrue(line.contains(#""reused":true"#), line)
+        XCTAssertTrue(line.contains(#""state":"failed""#), line)
+        XCTAssertTrue(line.contains(#""request_id":"client-\"id\"/1""#), line)
+        XCTAssertTrue(line.contains(#""timings":{"connect":0.75,"dns":0.25,"request_sent":1.1,"tls":0.5,"total":999999.0,"ttfb":8.0}"#), line)
+        let freshLine = untimed(direct(fresh))
+        XCTAssertFalse(freshLine.contains(#","reused":"#), freshLine)
+        XCTAssertTrue(freshLine.contains(#""timings":{"total":2.0}"#), freshLine)
     }
 
     func testIntegersAndHexMatchTheStandardLibrary() {

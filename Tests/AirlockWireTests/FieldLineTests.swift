@@ -99,5 +99,8 @@ final class FieldLineTests: XCTestCase {
         XCTAssertEqual((0..<5).map { head.headers.known(at: $0) }, [.host, .contentLength, .te, .proxyAuthorization, .other])
         XCTAssertEqual(KnownField(name: "Transfer-Encoding"), .transferEncoding)
         XCTAssertEqual(KnownField(name: "Transfer-Encodings"), .other)
+        XCTAssertEqual(KnownField(name: "x-REQUEST-id"), .requestID)
+        XCTAssertEqual(KnownField(name: "Content-Type"), .contentType, "same length as X-Request-Id")
+        XCTAssertEqual(KnownField(name: "X-Request-Ix"), .other)
     }
 }

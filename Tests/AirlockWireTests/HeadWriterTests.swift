@@ -14,6 +14,19 @@ final class HeadWriterTests: XCTestCase {
         XCTAssertEqual(text(writer), "GET /x?y=1 HTTP/1.1\r\nHost: example.com\r\nAccept:   */*  \r\n\r\n")
     }
 
+    /// A request id from its parts, hexadecimal written in place (no String built).
+    func testPrefixAndHexField() {
+        var writer = HeadWriter()
+        for (serial, hex) in [(UInt64(0), "0"), (0x9, "9"), (0xa, "a"), (0x2f, "2f"), (0x10, "10"), (UInt64.max, "ffffffffffffffff")] {
+            writer.reset()
+            writer.field(HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "ab12-3-"), hex: serial)
+            XCTAssertEqual(text(writer), "X-Request-Id: ab12-3-\(hex)\r\n")
+        }
+        writer.reset()
+        writer.field(HeadWriter.FieldPrefix(name: "X Bad", valuePrefix: "a\r\nb-"), hex: 1)
+        XCTAssertEqual(text(writer), "XBad: a  b-1\r\n", "the prefix is checked like any field when made")
+    }
+
     func testStatusLineIsCanonical() {
         var writer = HeadWriter()
         writer.statusLine(status: 404, reason: ReasonPhrase.standard(for: 404))

@@ -1,9 +1,13 @@
 import AirlockIO
+import AirlockSession
 import AirlockWire
+import Glibc
 
-/// The admin listener: `GET /rejects` (JSON, optional `since=10m` and `route=NAME`) and
-/// `GET /healthz`, on its own socket and on the acceptor loop, never on the proxy listener.
-/// One request per connection; the answer closes it.
+/// The admin listener: `GET /rejects` (JSON, optional `since=10m` and `route=NAME`),
+/// `GET /healthz`, `GET /readyz`, `GET|DELETE /tasks`, `DELETE /tasks/{id}` and `GET /events`
+/// (Server-Sent Events), on its own socket and on the acceptor loop, never on the proxy
+/// listener. One request per connection; the answer closes it (`/events` streams until the
+/// client leaves). `/tasks` is answered once every worker has (`TaskDirectory`).
 final class AdminServer {
     let address: SocketAddress
     private let listener: Listener
@@ -13,18 +17,36 @@ final class AdminServer {
     /// Whether the gateway takes traffic (`/readyz`): false once it drains.
     private let isReady: () -> Bool
     private var connections: [ObjectIdentifier: AdminConnection] = [:]
+    /// Every worker's tasks (`/tasks`) and their lifecycle events (`/events`); nil in tests
+    /// that start an admin server alone.
+    let tasks: TaskDirectory?
+    let events: TaskEventHub?
+    /// The kernel's send buffer for admin sockets: bounded, so that a `/events` subscriber
+    /// that stops reading fills it soon and then loses events instead of holding memory.
+    static let sendBufferBytes: Int32 = 32 * 1024
+    /// `/metrics` and `/upstreams`.
+    private let metrics: GatewayMetrics?
+    private let reachability: Reachabilities?
 
     static let wireLimits = WireLimits(requestLineBytes: 4096, headerBytes: 16384, headerCount: 64)
     static let timeout: Duration = .seconds(10)
 
     /// Binds at once, so a taken port is reported when the gateway starts.
-    init(loop: EventLoop, address: ListenAddress, rejects: RejectLog, token: String?, isReady: @escaping () -> Bool) throws {
+    init(loop: EventLoop, address: ListenAddress, rejects: RejectLog, token: String?, isReady: @escaping () -> Bool,
+         tasks: TaskDirectory? = nil, events: TaskEventHub? = nil,
+         metrics: GatewayMetrics? = nil, reachability: Reachabilities? = nil) throws {
+        self.tasks = tasks
+        self.events = events
+        self.metrics = metrics
+        self.reachability = reachability
         listener = try Listener(loop: loop, host: address.host, port: address.port, backlog: 64)
         self.address = listener.address
         self.rejects = rejects
         self.token = token.map { Array($0.utf8) }
         self.isReady = isReady
         listener.onAccept = { [unowned self, unowned loop] fd, _ in
+            var size = Self.sendBufferBytes
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
             let c = AdminConnection(loop: loop, fd: fd, server: self)
             self.connections[ObjectIdentifier(c)] = c
         }
@@ -32,7 +54,7 @@ final class AdminServer {
 
     func close() {
         listener.close()
-        for c in Array(connections.values) { c.stream.close() }
+        for c in Array(connections.values) { c.closeNow() }
         connections = [:]
     }
 
@@ -42,8 +64,8 @@ final class AdminServer {
 
     // MARK: routing
 
-    /// The whole response for one request head.
-    fileprivate func respond(to head: RequestHead) -> [UInt8] {
+    /// The whole response for one request head; nil when `c` answers later (`/tasks`, `/events`).
+    fileprivate func respond(to head: RequestHead, on c: AdminConnection) -> [UInt8]? {
         let target: String
         switch head.target {
         case .origin(let p), .absolute(_, _, _, let p): target = p
@@ -54,14 +76,21 @@ final class AdminServer {
                               extra: [("WWW-Authenticate", "Bearer realm=\"airlock-admin\"")])
         }
         let (path, query) = Self.splitQuery(target)
+        if path == "/tasks" || path.hasPrefix("/tasks/") || path == "/events" {
+            return taskRoute(head.method, path, query, c)
+        }
         switch path {
-        case "/rejects", "/healthz", "/readyz": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz or /readyz)")
+        case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams": break
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /metrics, /upstreams, /tasks or /events)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
                               extra: [("Allow", "GET")])
         }
+        if path == "/metrics", let metrics {
+            return Self.response(200, body: metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        if path == "/upstreams", let reachability { return Self.response(200, body: reachability.json()) }
         if path == "/healthz" { return Self.response(200, body: Array("{\"status\":\"ok\"}\n".utf8)) }
         if path == "/readyz" {
             return isReady() ? Self.response(200, body: Array("{\"status\":\"ready\"}\n".utf8))
@@ -92,6 +121,78 @@ final class AdminServer {
         }
         e.append("]}\n")
         return Self.response(200, body: e.bytes)
+    }
+
+    // MARK: tasks and events
+
+    private func taskRoute(_ method: AirlockWire.Method, _ path: String, _ query: [(String, String)],
+                           _ c: AdminConnection) -> [UInt8]? {
+        if let (key, _) = query.first {
+            return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (\(path) takes none)")
+        }
+        guard let tasks, let events else { return Self.error(404, "not-found", "no tasks on this admin listener") }
+        if path == "/events" {
+            guard method == .get else {
+                return Self.error(405, "method-not-allowed", "\(method.name) is not allowed; use GET", extra: [("Allow", "GET")])
+            }
+            c.startEvents(events)
+            return nil
+        }
+        if path == "/tasks" {
+            switch method {
+            case .get:
+                tasks.list { [c] answers in
+                    var s = "{\"tasks\":["
+                    var first = true
+                    var inUse = 0, idle = 0
+                    for w in answers {
+                        inUse += w.upstreamsInUse
+                        idle += w.upstreamsIdle
+                    }
+                    for t in answers.flatMap(\.tasks).sorted(by: { $0.ageMillis > $1.ageMillis }) {   // oldest first
+                        if !first { s += ",\n" }
+                        first = false
+                        t.appendJSON(to: &s)
+                    }
+                    s += "],\"upstreams\":{\"in_use\":\(inUse),\"idle\":\(idle)}}\n"
+                    c.answer(Self.response(200, body: Array(s.utf8)))
+                }
+                return nil
+            case .delete:
+                cancel(id: nil, c)
+                return nil
+            default:
+                return Self.error(405, "method-not-allowed", "\(method.name) is not allowed; use GET or DELETE",
+                                  extra: [("Allow", "GET, DELETE")])
+            }
+        }
+        let id = String(path.dropFirst("/tasks/".count))
+        guard method == .delete else {
+            return Self.error(405, "method-not-allowed", "\(method.name) is not allowed; use DELETE", extra: [("Allow", "DELETE")])
+        }
+        guard RequestIDSyntax.isWellFormed(id) else {
+            return Self.error(400, "bad-task-id", "a task id is 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+        }
+        cancel(id: id, c)
+        return nil
+    }
+
+    private func cancel(id: String?, _ c: AdminConnection) {
+        tasks?.cancel(id: id) { [c] cancelled in
+            if let id, cancelled.isEmpty {
+                var msg = "no task in flight with id "
+                JSON.appendString(id, to: &msg)
+                c.answer(Self.error(404, "no-such-task", msg))
+                return
+            }
+            var s = "{\"cancelled\":["
+            for (i, t) in cancelled.enumerated() {
+                if i > 0 { s += ",\n" }
+                t.appendJSON(to: &s)
+            }
+            s += "]}\n"
+            c.answer(Self.response(200, body: Array(s.utf8)))
+        }
     }
 
     /// `/rejects?since=10m&route=api` → ("/rejects", [("since", "10m"), ("route", "api")]), percent-decoded.
@@ -132,10 +233,11 @@ final class AdminServer {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func response(_ status: Int, body: [UInt8], extra: [(String, String)] = []) -> [UInt8] {
+    static func response(_ status: Int, body: [UInt8], extra: [(String, String)] = [],
+                         contentType: String = "application/json") -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
-        w.field(name: "Content-Type", value: "application/json")
+        w.field(name: "Content-Type", value: contentType)
         w.field(name: "Content-Length", value: String(body.count))
         w.field(name: "Cache-Control", value: "no-store")
         for (name, value) in extra { w.field(name: name, value: value) }
@@ -154,12 +256,17 @@ final class AdminServer {
     }
 }
 
-/// One admin client: reads a request head, answers, closes after the answer is flushed.
-private final class AdminConnection: StreamDelegate {
+/// One admin client: reads a request head, answers (at once, or once the workers have),
+/// closes after the answer is flushed; or, for `/events`, streams events until it leaves.
+private final class AdminConnection: StreamDelegate, EventSubscriber {
     let stream: Stream
     private unowned let server: AdminServer
     private var scanner = HeadScanner(kind: .request, limits: AdminServer.wireLimits)
     private var answered = false
+    private var finished = false
+    /// `/events`: the hub and this subscriber's bounded queue.
+    private var hub: TaskEventHub?
+    private var queue = EventQueue<TaskEvent>(capacity: TaskEventHub.queueCapacity)
 
     init(loop: EventLoop, fd: Int32, server: AdminServer) {
         self.server = server
@@ -170,7 +277,10 @@ private final class AdminConnection: StreamDelegate {
     }
 
     func streamReadable(_ s: Stream) {
-        guard !answered else { return }
+        guard !answered else {
+            stream.drainInput(stream.inputLength)   // nothing more is read: one request per connection
+            return
+        }
         let answer: [UInt8]
         do throws(WireError) {
             guard let n = try stream.withInput(max: AdminServer.wireLimits.headerBytes + 2, { buf throws(WireError) in
@@ -179,19 +289,70 @@ private final class AdminConnection: StreamDelegate {
             let head = try stream.withInput(max: n) { buf throws(WireError) in
                 try RequestParser.parse(buf, limits: AdminServer.wireLimits)
             }
-            answer = server.respond(to: head)
+            answered = true
+            guard let now = server.respond(to: head, on: self) else { return }   // answered later
+            answer = now
         } catch {
             answer = AdminServer.error(error.status, error.reason, error.detail)
         }
         answered = true
-        stream.write(answer)
+        self.answer(answer)
+    }
+
+    /// The whole answer; the connection closes once it is flushed. Ignored once the client left.
+    func answer(_ bytes: [UInt8]) {
+        guard !finished else { return }
+        finished = true
+        stream.write(bytes)
         let server = self.server
         stream.closeAfterFlush { [self] in server.finished(self) }
     }
 
-    func streamWritable(_ s: Stream) {}
+    // MARK: /events
+
+    static let eventsHead = Array(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+        + "Connection: close\r\n\r\n: airlock task events\n\n").utf8)
+
+    func startEvents(_ hub: TaskEventHub) {
+        self.hub = hub
+        stream.write(Self.eventsHead)
+        // A subscriber waits as long as it likes; one that stops reading is closed only when
+        // its socket takes nothing for this long (it loses events meanwhile).
+        stream.setTimeouts(read: nil, write: .seconds(60))
+        stream.setWriteLowWatermark(TaskEventHub.outputLimit / 2)
+        hub.subscribe(self)
+    }
+
+    func enqueue(_ event: TaskEvent) {
+        queue.push(event)
+        flushEvents()
+    }
+
+    private func flushEvents() {
+        guard !finished else { return }
+        while stream.outputLength < TaskEventHub.outputLimit, let entry = queue.pop() {
+            switch entry {
+            case .event(let e): stream.write(TaskEventHub.message(e))
+            case .lost(let n): stream.write(TaskEventHub.lostMessage(n))
+            }
+        }
+    }
+
+    func streamWritable(_ s: Stream) {
+        if hub != nil { flushEvents() }
+    }
+
+    func closeNow() {
+        finished = true
+        hub?.unsubscribe(self)
+        hub = nil
+        stream.close()
+    }
 
     func stream(_ s: Stream, event: StreamEvent) {
+        finished = true
+        hub?.unsubscribe(self)
+        hub = nil
         stream.close()
         server.finished(self)
     }

@@ -20,7 +20,10 @@ extension AirlockConfig {
             "  drain_timeout: \(ConfigSyntax.formatDuration(limits.drainTimeout))",
             "  max_idle_per_upstream: \(limits.maxIdlePerUpstream)",
             "  max_connections: \(limits.maxConnections)",
-        ] + renderAdminYAML() + [
+            "  max_connections_per_upstream: \(limits.maxConnectionsPerUpstream)",
+            "  upstream_queue: \(limits.upstreamQueue)",
+            "  upstream_queue_timeout: \(ConfigSyntax.formatDuration(limits.upstreamQueueTimeout))",
+        ] + renderAdminYAML() + renderReachabilityYAML() + [
             "routes:",
         ]
         for route in routes {

@@ -21,7 +21,14 @@ extension AirlockConfig {
             report("workers", "must be \"auto\" or an integer 1...\(Self.maxWorkers), got \(workers)")
         }
         issues += limits.validationIssues(skipping: failed)
+        if ok("limits.max_connections_per_upstream", "workers"), limits.maxConnectionsPerUpstream > 0,
+           limits.maxConnectionsPerUpstream < workers {
+            report("limits.max_connections_per_upstream",
+                   "(\(limits.maxConnectionsPerUpstream)) must be 0 (unlimited) or at least workers (\(workers)): "
+                   + "each worker thread enforces its share of the cap")
+        }
         issues += adminValidationIssues(skipping: failed)
+        issues += reachabilityValidationIssues(skipping: failed)
 
         if routes.isEmpty, ok("routes") {
             report("routes", "at least one route is required")
@@ -94,12 +101,15 @@ extension LimitsConfig {
         let durations: [(String, Duration)] = [
             ("header_timeout", headerTimeout), ("idle_timeout", idleTimeout), ("connect_timeout", connectTimeout),
             ("upstream_timeout", upstreamTimeout), ("drain_timeout", drainTimeout),
+            ("upstream_queue_timeout", upstreamQueueTimeout),
         ]
         for (key, value) in durations {
             check(key, value > .zero, "must be greater than 0")
         }
         check("max_idle_per_upstream", maxIdlePerUpstream >= 0, "must not be negative, got \(maxIdlePerUpstream)")
         check("max_connections", maxConnections > 0, "must be positive, got \(maxConnections)")
+        check("upstream_queue", upstreamQueue <= Self.maxUpstreamQueue,
+              "must be 0...\(Self.maxUpstreamQueue), got \(upstreamQueue)")
         return issues
     }
 }

@@ -22,6 +22,8 @@ public struct AirlockConfig: Sendable, Equatable {
     public var rejects: RejectsConfig
     /// Whether workers write through io_uring (`auto`) or one `send` per stream (`off`).
     public var ioUring: IOUringMode
+    /// `reachability:`: the probe interval of fixed upstreams (`GET /upstreams`).
+    public var reachability = ReachabilityConfig()
 
     public enum IOUringMode: String, Sendable, Equatable, CaseIterable {
         /// Each loop iteration's writes go out in one io_uring submission where the

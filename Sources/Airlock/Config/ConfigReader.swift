@@ -13,12 +13,13 @@ struct ConfigReader {
 
     static let topLevelKeys = [
         "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "admin_token", "rejects",
-        "io_uring",
+        "io_uring", "reachability",
     ]
     static let limitKeys = [
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
         "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
         "max_idle_per_upstream", "max_connections",
+        "max_connections_per_upstream", "upstream_queue", "upstream_queue_timeout",
     ]
     static let routeKeys = ["name", "match", "upstream", "security", "response"]
     static let matchKeys = ["host", "path_prefix"]
@@ -75,6 +76,7 @@ struct ConfigReader {
             fail("routes", "at least one route is required")
         }
         readAdmin(fields, into: &config)
+        readReachability(fields, into: &config)
         return config
     }
 
@@ -91,6 +93,9 @@ struct ConfigReader {
         readDuration(fields, "upstream_timeout") { limits.upstreamTimeout = $0 }
         readDuration(fields, "drain_timeout") { limits.drainTimeout = $0 }
         readCount(fields, "max_idle_per_upstream") { limits.maxIdlePerUpstream = $0 }
+        readCount(fields, "max_connections_per_upstream") { limits.maxConnectionsPerUpstream = $0 }
+        readCount(fields, "upstream_queue") { limits.upstreamQueue = $0 }
+        readDuration(fields, "upstream_queue_timeout") { limits.upstreamQueueTimeout = $0 }
         readCount(fields, "max_connections") {
             limits.maxConnections = $0
             limits.maxConnectionsSetExplicitly = true

@@ -23,6 +23,14 @@ public struct LimitsConfig: Sendable, Equatable {
     /// Client connections per process; a connection accepted above it is closed at once.
     /// At start it is lowered to what the descriptor limit supports (see `Gateway`).
     public var maxConnections: Int = 10000
+    /// Connections per upstream (open, connecting or idle), 0 = unlimited (the default). Requests
+    /// beyond it wait (`upstreamQueue`, `upstreamQueueTimeout`), then 503 upstream-busy. Each
+    /// worker enforces its share (the cap divided among workers, so it must be at least `workers`).
+    public var maxConnectionsPerUpstream: Int = 0
+    /// Requests waiting for a connection to one upstream, per process (divided among workers).
+    public var upstreamQueue: Int = 256
+    public var upstreamQueueTimeout: Duration = .seconds(5)
+    public static let maxUpstreamQueue = 100_000
     /// Whether the config named `max_connections` (a default that does not fit the
     /// descriptor limit adapts quietly; a value the user chose and that cannot be met warns).
     public var maxConnectionsSetExplicitly: Bool {

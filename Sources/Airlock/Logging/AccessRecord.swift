@@ -1,4 +1,5 @@
 import AirlockIO
+import AirlockSession
 import Logging
 
 /// The fields of one `request.access` record, written one of two ways with the same bytes:
@@ -20,6 +21,10 @@ struct AccessRecord {
     /// Time to the response head, and whether the upstream connection was reused: nil before
     /// an upstream answered.
     var upstreamTiming: (millis: Double, reused: Bool)?
+    /// The task's fields: its final `state`, its `timings` (milliseconds per
+    /// `NSURLSessionTaskMetrics` phase that happened) and `reused` (nil when no upstream
+    /// connection was used). Nil for a request that never became a task.
+    var task: (state: String, metrics: TaskMetrics)?
 
     static let event: Logger.Message = "request.access"
 
@@ -43,6 +48,13 @@ struct AccessRecord {
         if let upstreamTiming {
             md["upstream_ms"] = .stringConvertible(upstreamTiming.millis)
             md["upstream_reused"] = .stringConvertible(upstreamTiming.reused)
+        }
+        if let task {
+            var timings: Logger.Metadata = [:]
+            for (name, millis) in task.metrics.phases { timings[name] = .stringConvertible(millis) }
+            md["timings"] = .dictionary(timings)
+            if task.metrics.requestSent != 0 { md["reused"] = .stringConvertible(task.metrics.reused) }
+            md["state"] = .string(task.state)
         }
         return md
     }
@@ -70,16 +82,28 @@ struct AccessRecord {
             e.append(",\"method\":")
             e.appendString(request.method)
         }
-        e.append(",\"request_id\":\"")
-        e.appendStringContents(requestID.prefix)
-        e.append("-")
-        e.appendInteger(requestID.worker)
-        e.append("-")
-        e.appendHex(requestID.serial)
-        e.append("\"")
+        if let client = requestID.client {
+            e.append(",\"request_id\":")
+            e.appendString(client)
+        } else {
+            e.append(",\"request_id\":\"")
+            e.appendStringContents(requestID.prefix)
+            e.append("-")
+            e.appendInteger(requestID.worker)
+            e.append("-")
+            e.appendHex(requestID.serial)
+            e.append("\"")
+        }
+        if let task, task.metrics.requestSent != 0 {
+            task.metrics.reused ? e.append(",\"reused\":true") : e.append(",\"reused\":false")
+        }
         if let route {
             e.append(",\"route\":")
             e.appendString(route)
+        }
+        if let task {
+            e.append(",\"state\":")
+            e.appendString(task.state)
         }
         e.append(",\"status\":")
         e.appendInteger(status)
@@ -87,6 +111,7 @@ struct AccessRecord {
             e.append(",\"target\":")
             e.appendString(request.target)
         }
+        if let task { Self.encodeTimings(task.metrics, into: &e) }
         if let upstream {
             e.append(",\"upstream\":\"")
             upstream.appendDescription(to: &e.bytes)
@@ -99,5 +124,26 @@ struct AccessRecord {
             upstreamTiming.reused ? e.append("true") : e.append("false")
         }
         e.append("}\n")
+    }
+
+    /// `,"timings":{...}` with the phases that happened, keys in sorted order (as
+    /// `JSONLogHandler` sorts a nested dictionary): connect, dns, request_sent, tls, total, ttfb.
+    private static func encodeTimings(_ m: TaskMetrics, into e: inout JSONLineEncoder) {
+        e.append(",\"timings\":{")
+        var first = true
+        func field(_ key: StaticString, _ millis: Double?) {
+            guard let millis else { return }
+            if !first { e.append(",") }
+            first = false
+            e.append(key)
+            e.appendThousandths(millis)
+        }
+        field("\"connect\":", m.connectMillis)
+        field("\"dns\":", m.dnsMillis)
+        field("\"request_sent\":", m.requestSentMillis)
+        field("\"tls\":", m.tlsMillis)
+        field("\"total\":", m.totalMillis)
+        field("\"ttfb\":", m.ttfbMillis)
+        e.append("}")
     }
 }

@@ -1,0 +1,137 @@
+import CoreMetrics
+import Prometheus
+import Synchronization
+
+/// The gateway's metrics, exposed as Prometheus text by `GET /metrics` on the admin listener.
+/// Recorded through swift-metrics handles backed by one swift-prometheus registry (this
+/// process's own, never the global `MetricsSystem`). Every handle a request touches is resolved
+/// once per route when the gateway starts (`RouteMetrics`), never looked up by label strings per
+/// request; an update is an atomic add (counters, gauges) or a short lock (histograms). Labels
+/// are bounded values only: route names from the configuration, status classes, reason codes.
+final class GatewayMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let factory: PrometheusMetricsFactory
+    /// Exchanges in flight (AFNetworking's activity indicator): incremented when a request is
+    /// routed, decremented when its exchange is logged.
+    let inFlight: Meter
+    /// Requests answered before any route matched (bad head, no route, loop): route "-",
+    /// by status class.
+    let unrouted: StatusClassCounters
+    /// Per route, in configuration order (the index of the route in `config.routes`).
+    let routes: [RouteMetrics]
+
+    init(config: AirlockConfig) {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30),
+        ]
+        self.registry = registry
+        self.factory = factory
+        inFlight = Meter(label: "airlock_in_flight_requests", dimensions: [], factory: factory)
+        unrouted = StatusClassCounters(route: "-", factory: factory)
+        routes = config.routes.map { r in
+            let upstream: String
+            switch r.upstream {
+            case .fixed(let t): upstream = "\(t.scheme)://\(t.authority)"
+            case .origin: upstream = "origin"
+            }
+            return RouteMetrics(route: r.name, upstream: upstream, factory: factory)
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    func exposition() -> [UInt8] {
+        for r in routes { r.publishPoolCounts() }
+        return registry.emitToBuffer() + Array(LatencyHistograms.render(routes.map(\.latency)).utf8)
+    }
+
+    /// A rejected response (validation) on `route`, by reason code. Rare: looked up by label.
+    func rejected(route: String, reason: String) {
+        CoreMetrics.Counter(label: "airlock_rejects_total", dimensions: [("route", route), ("reason", reason)], factory: factory).increment()
+    }
+
+    /// An upstream refused by the route's security policy, by trust-failure reason. Rare.
+    func untrusted(route: String, reason: String) {
+        CoreMetrics.Counter(label: "airlock_untrusted_upstreams_total", dimensions: [("route", route), ("reason", reason)],
+                factory: factory).increment()
+    }
+
+    /// A request the gateway answered with an error of its own, by error code. Rare.
+    func gatewayError(route: String, error: String) {
+        CoreMetrics.Counter(label: "airlock_gateway_errors_total", dimensions: [("route", route), ("error", error)],
+                factory: factory).increment()
+    }
+}
+
+/// The handles one route's exchanges update, resolved once.
+final class RouteMetrics: Sendable {
+    let route: String
+    private let requests: StatusClassCounters
+    let bytesIn: CoreMetrics.Counter
+    let bytesOut: CoreMetrics.Counter
+    /// Time to a connected upstream (resolve + TCP connect), new connections only.
+    let connect: CoreMetrics.Timer
+    /// The TLS handshake and trust evaluation, new https connections only.
+    let tls: CoreMetrics.Timer
+    /// Request start to the response head from the upstream, and to the exchange's end.
+    let latency: LatencyHistograms
+    /// Upstream connections of this route, idle in a pool and serving an exchange: counted
+    /// with atomics by workers, copied into the gauges at scrape time.
+    let poolIdleCount = Atomic<Int>(0)
+    let poolActiveCount = Atomic<Int>(0)
+    private let poolIdle: CoreMetrics.Gauge
+    private let poolActive: CoreMetrics.Gauge
+    /// 1 reachable, 0 unreachable, -1 unknown (fixed upstreams only).
+    let reachable: CoreMetrics.Gauge
+
+    init(route: String, upstream: String, factory: PrometheusMetricsFactory) {
+        self.route = route
+        requests = StatusClassCounters(route: route, factory: factory)
+        bytesIn = CoreMetrics.Counter(label: "airlock_request_bytes_total", dimensions: [("route", route)], factory: factory)
+        bytesOut = CoreMetrics.Counter(label: "airlock_response_bytes_total", dimensions: [("route", route)], factory: factory)
+        connect = CoreMetrics.Timer(label: "airlock_upstream_connect_seconds", dimensions: [("route", route)], factory: factory)
+        tls = CoreMetrics.Timer(label: "airlock_upstream_tls_seconds", dimensions: [("route", route)], factory: factory)
+        latency = LatencyHistograms(route: route)
+        poolIdle = CoreMetrics.Gauge(label: "airlock_upstream_connections", dimensions: [("route", route), ("upstream", upstream), ("state", "idle")],
+                         factory: factory)
+        poolActive = CoreMetrics.Gauge(label: "airlock_upstream_connections", dimensions: [("route", route), ("upstream", upstream), ("state", "active")],
+                           factory: factory)
+        reachable = CoreMetrics.Gauge(label: "airlock_upstream_reachable", dimensions: [("route", route), ("upstream", upstream)], factory: factory)
+        reachable.record(-1)
+    }
+
+    /// Copies the pool counts into their gauges (at scrape time).
+    func publishPoolCounts() {
+        poolIdle.record(poolIdleCount.load(ordering: .relaxed))
+        poolActive.record(poolActiveCount.load(ordering: .relaxed))
+    }
+
+    /// One finished exchange (or a request answered before routing, with zero durations).
+    @inline(__always)
+    func requestFinished(status: Int, bytesIn: UInt64, bytesOut: UInt64) {
+        requests.count(status)
+        if bytesIn > 0 { self.bytesIn.increment(by: Int64(clamping: bytesIn)) }
+        if bytesOut > 0 { self.bytesOut.increment(by: Int64(clamping: bytesOut)) }
+    }
+}
+
+/// `airlock_requests_total{route, status_class}` for 1xx … 5xx.
+struct StatusClassCounters: Sendable {
+    private let counters: [CoreMetrics.Counter]
+
+    init(route: String, factory: PrometheusMetricsFactory) {
+        counters = (1...5).map { c in
+            CoreMetrics.Counter(label: "airlock_requests_total", dimensions: [("route", route), ("status_class", "\(c)xx")],
+                                factory: factory)
+        }
+    }
+
+    @inline(__always)
+    func count(_ status: Int) {
+        let c = status / 100
+        if c >= 1 && c <= 5 { counters[c - 1].increment() }
+    }
+}

@@ -1,0 +1,126 @@
+import CoreMetrics
+import AirlockSession
+import Logging
+import Synchronization
+
+/// One fixed upstream's reachability, shared by every worker and the prober: the state
+/// machine under a lock, plus an atomic flag the request path reads (one relaxed load per
+/// request) to fail fast while the upstream is unreachable.
+final class UpstreamHealth: Sendable {
+    let route: String
+    let key: UpstreamKey
+    /// `http://host:port` as configured (a bounded label: it comes from the configuration).
+    let upstream: String
+    let security: RouteSecurity?
+    private let machine = Mutex(Reachability())
+    private let down = Atomic<Bool>(false)
+    private let logger: Logger
+    let metrics: RouteMetrics?
+
+    init(route: RouteConfig, key: UpstreamKey, upstream: String, logger: Logger, metrics: RouteMetrics?) {
+        self.route = route.name
+        self.key = key
+        self.upstream = upstream
+        self.security = key.scheme == "https" ? route.security : nil
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// True while the upstream is unreachable: its requests are answered 503 at once.
+    var isUnreachable: Bool { down.load(ordering: .relaxed) }
+
+    var snapshot: Reachability { machine.withLock { $0 } }
+
+    /// Feeds a probe result or a passive signal; a change of state is logged and published.
+    func record(_ signal: Reachability.Signal) {
+        let now = UInt64(RejectRecord.nowUnixMillis())
+        let (transition, failsFast) = machine.withLock { m in (m.record(signal, now: now), m.failsFast) }
+        down.store(failsFast, ordering: .relaxed)
+        guard let t = transition else { return }
+        metrics?.reachable.record(t.to == .reachable ? 1 : 0)
+        logger.log(level: t.to == .unreachable ? .warning : .info, "upstream.reachability", metadata: [
+            "route": .string(route),
+            "upstream": .string(upstream),
+            "from": .string(t.from.rawValue),
+            "to": .string(t.to.rawValue),
+            "reason": .string(t.reason),
+        ])
+    }
+}
+
+/// Every route's fixed-upstream health (index = route index; nil for `origin` routes), and the
+/// passive state of `origin` routes' hosts, bounded by an LRU.
+final class Reachabilities: Sendable {
+    let byRoute: [UpstreamHealth?]
+    let interval: Duration
+    private let originHosts: Mutex<BoundedLRU<String, Reachability>>
+
+    init(config: AirlockConfig, logger: Logger, metrics: GatewayMetrics) {
+        interval = config.reachability.interval
+        originHosts = Mutex(BoundedLRU(capacity: config.reachability.originHosts))
+        byRoute = config.routes.enumerated().map { i, r in
+            guard case .fixed(let t) = r.upstream else { return nil }
+            let key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,
+                                  trust: t.scheme == "https" ? r.security.trustIdentity : "")
+            return UpstreamHealth(route: r, key: key, upstream: "\(t.scheme)://\(t.authority)", logger: logger,
+                                  metrics: metrics.routes[i])
+        }
+    }
+
+    /// A passive signal about an `origin` route's host ("host:port").
+    func recordOrigin(_ host: String, _ signal: Reachability.Signal) {
+        let now = UInt64(RejectRecord.nowUnixMillis())
+        originHosts.withLock { lru in
+            _ = lru.update(host, default: { Reachability() }) { $0.record(signal, now: now) }
+        }
+    }
+
+    var originSnapshot: [(String, Reachability)] { originHosts.withLock { $0.entries } }
+}
+
+extension Reachabilities {
+    /// `GET /upstreams`: each configured upstream (per route) with its state, since when
+    /// (Unix milliseconds), its last error and its pool counts; then the `origin` routes' hosts
+    /// seen lately (passive state only, most recent first).
+    func json() -> [UInt8] {
+        var e = Out()
+        e.append("{\"interval_ms\":")
+        let (seconds, atto) = interval.components
+        e.append(String(seconds * 1000 + atto / 1_000_000_000_000_000))
+        e.append(",\"upstreams\":[")
+        var first = true
+        for h in byRoute {
+            guard let h else { continue }
+            if !first { e.append(",") }
+            first = false
+            let r = h.snapshot
+            var s = "\n{\"route\":"
+            JSON.appendString(h.route, to: &s)
+            s += ",\"upstream\":"
+            JSON.appendString(h.upstream, to: &s)
+            s += ",\"state\":\"\(r.state.rawValue)\",\"since\":\(r.since)"
+            s += ",\"last_error\":"
+            if let le = r.lastError { JSON.appendString(le, to: &s) } else { s += "null" }
+            s += ",\"pool\":{\"idle\":\(h.metrics?.poolIdleCount.load(ordering: .relaxed) ?? 0)"
+            s += ",\"active\":\(h.metrics?.poolActiveCount.load(ordering: .relaxed) ?? 0)}}"
+            e.append(s)
+        }
+        e.append("],\"origin_hosts\":[")
+        for (i, (host, r)) in originSnapshot.enumerated() {
+            var s = i > 0 ? "," : ""
+            s += "\n{\"host\":"
+            JSON.appendString(host, to: &s)
+            s += ",\"state\":\"\(r.state.rawValue)\",\"since\":\(r.since),\"last_error\":"
+            if let le = r.lastError { JSON.appendString(le, to: &s) } else { s += "null" }
+            s += "}"
+            e.append(s)
+        }
+        e.append("]}\n")
+        return Array(e.text.utf8)
+    }
+
+    private struct Out {
+        var text = ""
+        mutating func append(_ s: String) { text += s }
+    }
+}

@@ -1,0 +1,112 @@
+/// A map that holds at most `capacity` entries and forgets the least recently used one to make
+/// room: an `origin` route's passive reachability per host, so a forward proxy that sees many
+/// hosts keeps a fixed amount of state. O(1) get/update/evict (a dictionary over a doubly
+/// linked list kept in arrays).
+public struct BoundedLRU<Key: Hashable, Value> {
+    public let capacity: Int
+    private var index: [Key: Int] = [:]
+    private var keys: [Key?] = []
+    private var values: [Value?] = []
+    private var prev: [Int] = []
+    private var next: [Int] = []
+    private var head = -1   // most recent
+    private var tail = -1   // least recent
+    private var free: [Int] = []
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "BoundedLRU needs a positive capacity")
+        self.capacity = capacity
+    }
+
+    public var count: Int { index.count }
+
+    /// The value for `key`, marking it most recently used.
+    public mutating func get(_ key: Key) -> Value? {
+        guard let i = index[key] else { return nil }
+        touch(i)
+        return values[i]
+    }
+
+    /// The value without changing the order.
+    public func peek(_ key: Key) -> Value? { index[key].flatMap { values[$0] } }
+
+    /// Updates `key`'s value in place (inserting `make()` first when absent), marks it most
+    /// recently used; returns the evicted key when the insert pushed the oldest out.
+    @discardableResult
+    public mutating func update<R>(_ key: Key, default make: () -> Value, _ body: (inout Value) -> R) -> (R, evicted: Key?) {
+        var evicted: Key?
+        let i: Int
+        if let existing = index[key] {
+            i = existing
+            touch(i)
+        } else {
+            if index.count == capacity { evicted = evictOldest() }
+            i = allocate(key, make())
+            index[key] = i
+            pushFront(i)
+        }
+        var v = values[i]!
+        values[i] = nil
+        let r = body(&v)
+        values[i] = v
+        return (r, evicted)
+    }
+
+    /// Entries from most to least recently used.
+    public var entries: [(Key, Value)] {
+        var out: [(Key, Value)] = []
+        var i = head
+        while i >= 0 {
+            out.append((keys[i]!, values[i]!))
+            i = next[i]
+        }
+        return out
+    }
+
+    private mutating func allocate(_ key: Key, _ value: Value) -> Int {
+        if let i = free.popLast() {
+            keys[i] = key
+            values[i] = value
+            return i
+        }
+        keys.append(key)
+        values.append(value)
+        prev.append(-1)
+        next.append(-1)
+        return keys.count - 1
+    }
+
+    private mutating func evictOldest() -> Key? {
+        guard tail >= 0 else { return nil }
+        let i = tail
+        unlink(i)
+        let k = keys[i]
+        if let k { index.removeValue(forKey: k) }
+        keys[i] = nil
+        values[i] = nil
+        free.append(i)
+        return k
+    }
+
+    private mutating func touch(_ i: Int) {
+        guard head != i else { return }
+        unlink(i)
+        pushFront(i)
+    }
+
+    private mutating func unlink(_ i: Int) {
+        let p = prev[i], n = next[i]
+        if p >= 0 { next[p] = n } else { head = n }
+        if n >= 0 { prev[n] = p } else { tail = p }
+        prev[i] = -1
+        next[i] = -1
+    }
+
+    private mutating func pushFront(_ i: Int) {
+        prev[i] = -1
+        next[i] = head
+        if head >= 0 { prev[head] = i }
+        head = i
+        if tail < 0 { tail = i }
+    }
+}
