@@ -10,34 +10,26 @@ import AirlockWire
 extension ClientConnection: UpstreamOwner {
     static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
+    /// A parsed request head, through the phases before any byte goes upstream: request
+    /// filter, (request serializer: today `ForwardingHeads`' canonical re-encoding, in
+    /// `sendRequestHead`), upstream peer; then the connection to it.
     func dispatch(_ req: RequestHead) {
         var id = worker.nextRequestID()
         id.client = RequestID.clientID(in: req.headers)
-        if let e = requestFilter(req) {
+        let phases = worker.phases
+        if let e = phases.requestFilter(req) {
             respondError(e, exchange: nil, requestID: id, request: req)
             return
         }
-        let path: String
-        switch req.target {
-        case .origin(let p): path = p
-        case .absolute(_, _, _, let p): path = p
-        default: path = "/"
-        }
-        guard let route = worker.routes.first(host: req.host, path: path) else {
-            let e = GatewayError(.noRoute, status: 403, message: "no route for host \(req.host)", source: .client)
+        let peer: UpstreamPeer
+        switch phases.upstreamPeer(req) {
+        case .success(let p): peer = p
+        case .failure(let e):
             respondError(e, exchange: nil, requestID: id, request: req)
             return
         }
-        let key: UpstreamKey
-        if let fixed = route.fixedKey {
-            key = fixed
-        } else {
-            var scheme = Scheme.http
-            if case .absolute(let s, _, _, _) = req.target { scheme = s }
-            key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80),
-                              trust: scheme == .https ? route.config.security.trustIdentity : "")
-        }
-        let ex = Exchange(id: id, request: req, route: route, key: key, limits: worker.wireLimits)
+        let route = peer.route
+        let ex = Exchange(id: id, request: req, route: route, key: peer.key, limits: worker.wireLimits)
         worker.context.metrics.inFlight.increment()
         exchange = ex
         lifecycle.dispatched()
@@ -87,25 +79,6 @@ extension ClientConnection: UpstreamOwner {
         } else if ex.routeRef.fixedKey == nil {
             worker.context.reachability.recordOrigin("\(ex.key.host):\(ex.key.port)", signal)
         }
-    }
-
-    /// Returns the error that refuses this request before it reaches any upstream.
-    private func requestFilter(_ req: RequestHead) -> GatewayError? {
-        if req.method == .connect {
-            return GatewayError(.connectUnsupported, status: 501,
-                                message: "CONNECT tunnels are not supported", source: .client, mustClose: true)
-        }
-        if case .length(let n) = req.framing, n > UInt64(limits.bodyBytes) {
-            return GatewayError(.bodyTooLarge, status: 413,
-                                message: "request body of \(n) bytes exceeds the limit of \(limits.bodyBytes)",
-                                source: .client, mustClose: true)
-        }
-        for v in req.headers.values(.via) where v.contains(worker.context.viaToken) {
-            return GatewayError(.loopDetected, status: 508,
-                                message: "request already passed through this gateway (Via: \(worker.context.viaToken))",
-                                source: .client)
-        }
-        return nil
     }
 
     // MARK: connect

@@ -140,8 +140,9 @@ extension ClientConnection {
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
         ex.clientKeepAlive = ex.request.keepAlive && clientContinues && ex.responseOut != .close
             && ex.requestBodyDone
-        if let validator = ex.route.validator {
-            if validateResponseHead(ex, u, head, framing: framing, validator: validator) { return }
+        if ex.route.validator != nil {
+            // The upstream response filter (validators) sees the head before the client does.
+            if applyResponseFilter(ex, u, worker.phases.upstreamResponseFilter(ex, head, framing: framing)) { return }
             ex.machine.validatorReleasedHead()   // accepted on sight, or a report-only reject
         }
         writeResponseHead(ex, framing: framing)
@@ -178,7 +179,7 @@ extension ClientConnection {
             return
         }
         if ex.responseDecoder.isComplete {
-            finishExchange(ex)
+            endExchange(ex, .completed(upstreamReusable: true))
         } else if stream.outputLength >= Self.writeHighWatermark {
             u.stream.setReading(false)   // resumed in streamWritable
             stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
@@ -192,6 +193,8 @@ extension ClientConnection {
             validatedUpstreamEnded(ex, u, v, event: event)
             return
         }
+        let failure: GatewayError
+        let timeout = event == .readTimeout || event == .writeTimeout
         if event == .eof {
             // Bytes may still be buffered: relay them all before judging the end.
             pumpResponseBody(bounded: false)
@@ -199,28 +202,23 @@ extension ClientConnection {
             ex.upstream = nil
             u.close()
             do throws(WireError) {
-                try ex.responseDecoder.finishOnEOF()
+                try ex.responseDecoder.finishOnEOF()   // a close-delimited body ends here
                 if ex.responseOut == .chunked { stream.write(ChunkedEncoder.last) }
                 ex.clientKeepAlive = ex.clientKeepAlive && ex.responseOut != .close
-                finishExchange(ex, upstreamReusable: false)
+                endExchange(ex, .completed(upstreamReusable: false))
                 return
             } catch {
-                logError(GatewayError(.upstreamClosed, status: ex.responseStatus,
-                                      message: "upstream closed mid-body: \(error.detail)", source: .upstream), ex)
+                failure = GatewayError(.upstreamClosed, status: ex.responseStatus,
+                                       message: "upstream closed mid-body: \(error.detail)", source: .upstream)
             }
         } else {
-            ex.upstream = nil
-            u.close()
-            let timeout = event == .readTimeout || event == .writeTimeout
-            logError(GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: ex.responseStatus,
-                                  message: "upstream \(timeout ? "timed out" : "failed") mid-body", source: .upstream), ex)
+            failure = GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: ex.responseStatus,
+                                   message: "upstream \(timeout ? "timed out" : "failed") mid-body", source: .upstream)
         }
         // The client must see an incomplete response, never a complete one: send what
         // arrived, then cut the connection without finishing the framing.
-        _ = ex.machine.upstreamFailed(event == .readTimeout || event == .writeTimeout ? .timeout : .closed)
-        logAccess(ex, status: ex.responseStatus, complete: false)
-        exchange = nil
-        closeAfterFlush()
+        _ = ex.machine.upstreamFailed(timeout ? .timeout : .closed)
+        endExchange(ex, .truncated(failure))
     }
 
     private func upstreamMalformed(_ ex: Exchange, _ u: UpstreamConnection, _ error: WireError?, detail: String = "") {
@@ -229,32 +227,13 @@ extension ClientConnection {
         let e = error.map { GatewayError(upstreamWire: $0) }
             ?? GatewayError(.upstreamMalformed, status: 502, message: detail, source: .upstream)
         if ex.machine.upstreamFailed(.malformed) == .truncateClient {
-            logError(e, ex)
-            logAccess(ex, status: ex.responseStatus, complete: false)
-            exchange = nil
-            closeAfterFlush()
+            endExchange(ex, .truncated(e))
         } else {
             failExchange(e)
         }
     }
 
     // MARK: completion
-
-    func finishExchange(_ ex: Exchange, upstreamReusable: Bool = true) {
-        releaseUpstream(ex, bodyReadToEnd: upstreamReusable)
-        ex.machine.responseComplete()
-        logAccess(ex, status: ex.responseStatus, complete: true)
-        exchange = nil
-        worker.recycle(ex.request.headers)
-        if let r = ex.response { worker.recycle(r.headers) }
-        if ex.clientKeepAlive {
-            // Pipelined requests already buffered are served now; while draining, a
-            // connection with none waiting closes there.
-            awaitNextHead()
-        } else {
-            closeAfterFlush()
-        }
-    }
 
     /// The upstream's part is over: the machine decides whether the connection goes back to
     /// the pool (the one place reuse is decided; `ExchangeMachine.reuseDecision`).
@@ -290,18 +269,12 @@ extension ClientConnection {
     func clientAborted(_ event: StreamEvent) {
         guard let ex = exchange else { close(); return }
         _ = ex.machine.clientGone()
-        ex.outcome = .cancelled
-        ex.failure = GatewayError.Code.clientAborted.rawValue
-        if let u = ex.upstream { ex.upstream = nil; u.close() }
         let why: String
         switch event {
         case .eof: why = "client closed the connection"
         case .writeTimeout: why = "client stopped reading"
         default: why = "client connection failed"
         }
-        logError(GatewayError(.clientAborted, status: 499, message: why, source: .client), ex)
-        logAccess(ex, status: ex.responseHeadSent ? ex.responseStatus : 499, complete: false)
-        exchange = nil
-        close()
+        endExchange(ex, .aborted(GatewayError(.clientAborted, status: 499, message: why, source: .client)))
     }
 }

@@ -7,46 +7,26 @@ import Logging
 /// The validate phase: between the parsed response head and the relay to the client. Runs only
 /// on routes with a `response:` block (`RouteConfig.validator`); see `ResponseValidation.Phase`.
 extension ClientConnection {
-    /// Called by `startResponse` before the head goes to the client. Returns true when
-    /// validation has taken the response over (the head is not written yet); false to stream
-    /// it as usual (accepted on the head, or a report-only reject that is sampled on the way).
-    func validateResponseHead(_ ex: Exchange, _ u: UpstreamConnection, _ head: ResponseHead,
-                              framing: BodyFraming, validator: any ResponseValidator) -> Bool {
-        guard let config = ex.route.response else { return false }
-        let bodyIsEmpty = ResponseValidation.bodyIsEmpty(framing)
-        let facts = ResponseFacts(status: head.status, contentType: head.headers.first(.contentType),
-                                  url: upstreamURL(ex), bodyIsEmpty: bodyIsEmpty)
-        var headRejection: ValidationError?
-        if case .rejected(let error) = validator.validate(head: facts) {
-            // A body validator's head verdict is final when the body cannot change it: the
-            // framing says whether there is a body, or the status alone fails.
-            if !validator.needsBody || bodyIsEmpty != nil || error.reason == .unacceptableStatus {
-                headRejection = error
-            }
-        }
-        if let headRejection {
-            let enforce = config.mode == .enforce
-            let v = ResponseValidation(config: config, validator: validator, facts: facts,
-                                       phase: enforce ? .drainingRejected : .relaying, rejection: headRejection)
+    /// Called by `startResponse` before the head goes to the client, with the upstream
+    /// response filter's verdict. Returns true when validation has taken the response over
+    /// (the head is not written yet); false to stream it as usual (accepted on the head, or a
+    /// report-only reject that is sampled on the way).
+    func applyResponseFilter(_ ex: Exchange, _ u: UpstreamConnection, _ verdict: ResponseFilterVerdict) -> Bool {
+        switch verdict {
+        case .relay:
+            return false
+        case .relaySampled(let v):
             ex.validation = v
-            guard enforce else { return false }
+            return false
+        case .drainRejected(let v), .buffer(let v):
+            ex.validation = v
             pumpValidatedBody(ex, u, v)
             return true
-        }
-        guard validator.needsBody else { return false }
-        let v = ResponseValidation(config: config, validator: validator, facts: facts, phase: .buffering)
-        ex.validation = v
-        if case .length(let n) = framing, n > UInt64(config.maxBodyBytes) {
+        case .overLimit(let v):
+            ex.validation = v
             bodyOverLimit(ex, v)   // declared too large: not a byte is read
-        } else {
-            pumpValidatedBody(ex, u, v)
+            return true
         }
-        return true
-    }
-
-    /// The URL the gateway fetched: `http://host:port/path?query`.
-    private func upstreamURL(_ ex: Exchange) -> String {
-        "\(ex.key.scheme)://\(ForwardingHeads.authority(ex.key))\(ForwardingHeads.upstreamTarget(ex.request.target))"
     }
 
     // MARK: reading the body
@@ -210,30 +190,11 @@ extension ClientConnection {
             }
         }
         v.out = []
-        finishExchange(ex)
+        endExchange(ex, .completed(upstreamReusable: true))   // released already, in `deliver`
     }
 
-    /// The upstream's part of `finishExchange`, done as soon as its body has been read.
+    /// The upstream's part of the exchange's end, done as soon as its body has been read.
     private func releaseValidatedUpstream(_ ex: Exchange, reusable: Bool) {
         releaseUpstream(ex, bodyReadToEnd: reusable)
-    }
-
-    // MARK: logging
-
-    /// The reject record: one `response.rejected` log line and an entry in the gateway's ring.
-    /// Called from the logging phase, once per rejected exchange.
-    func recordReject(_ ex: Exchange, _ v: ResponseValidation) {
-        guard let error = v.rejection, !v.recorded else { return }
-        v.recorded = true
-        let record = RejectRecord(
-            unixMillis: RejectRecord.nowUnixMillis(), requestID: ex.id.description, route: ex.route.name,
-            method: ex.request.method.name, url: v.facts.url,
-            upstream: ex.lastUpstreamAddress?.description ?? ex.key.description, status: v.facts.status,
-            contentType: v.facts.contentType, reason: error.reason.rawValue, code: error.code, message: error.message,
-            underlying: error.underlying?.message, durationMillis: ex.durationMillis, mode: v.config.mode.rawValue,
-            bodySample: String(decoding: v.sample, as: UTF8.self))
-        logger.warning("response.rejected", metadata: record.metadata)
-        worker.context.rejects.append(record)
-        worker.context.metrics.rejected(route: ex.route.name, reason: error.reason.rawValue)
     }
 }

@@ -248,10 +248,13 @@ final class ClientConnection: StreamDelegate {
         if phase == .awaitingHead && !readingHeads { readHead() }
     }
 
+    /// The drain timeout passed: an exchange still in flight is cut (and logged as such).
     func abort() {
-        if let u = exchange?.upstream { u.close() }
-        exchange = nil
-        close()
+        guard let ex = exchange else { close(); return }
+        _ = ex.machine.clientGone()
+        endExchange(ex, .aborted(GatewayError(.drainTimeout, status: 503,
+                                              message: "the drain timeout passed with the exchange in flight",
+                                              source: .internal)))
     }
 
     func close() {

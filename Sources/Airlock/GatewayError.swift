@@ -26,6 +26,8 @@ struct GatewayError: Error, Sendable {
         case clientAborted = "client-aborted"
         /// Logged only: an admin cancelled the task (`DELETE /tasks/{id}`); both sides were closed.
         case cancelled = "cancelled"
+        /// Logged only: the drain timeout passed with the exchange in flight; both sides were closed.
+        case drainTimeout = "drain-timeout"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }

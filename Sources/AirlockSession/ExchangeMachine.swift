@@ -73,6 +73,8 @@ public struct ExchangeMachine: Sendable, Equatable {
     public private(set) var onReusedConnection = false
     /// Whether any byte of a response arrived on the current connection.
     public private(set) var upstreamBytesSeen = false
+    /// Whether the logging phase has run for this exchange.
+    public private(set) var logged = false
 
     public init(method: Method, requestHasBody: Bool) {
         self.method = method
@@ -208,6 +210,16 @@ public struct ExchangeMachine: Sendable, Equatable {
         }
         if request != .complete { request = .failed }
         return .abort
+    }
+
+    // MARK: the logging phase
+
+    /// The logging phase's turn: true the first time only, so that an exchange is logged
+    /// exactly once whichever way it ends (and however many ends are reported).
+    public mutating func claimLogging() -> Bool {
+        guard !logged else { return false }
+        logged = true
+        return true
     }
 
     // MARK: the reuse decision

@@ -129,6 +129,38 @@ final class AccessLogTests: XCTestCase {
         }
     }
 
+    /// Exchanges still in flight when the drain timeout passes are cut, and logged all the
+    /// same, exactly once each: a `request.error` record with `drain-timeout` and an access
+    /// record marked incomplete, both before `airlock.stopped`.
+    func testExchangesCutByTheDrainTimeoutAreLoggedOnce() throws {
+        let o = try TestOrigin(.raw { req in
+            if req.target.hasPrefix("/stuck/") { usleep(3_000_000) }
+            return Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+        })
+        defer { o.stop() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, limits: ["drain_timeout": "300ms"]))
+        defer { a.stop() }
+        let stuck = try (0..<3).map { _ in try RawClient(port: a.port) }
+        defer { stuck.forEach { $0.close() } }
+        for (k, c) in stuck.enumerated() { try c.send("GET /stuck/\(k) HTTP/1.1\r\nHost: a\r\n\r\n") }
+        XCTAssertTrue(o.waitForRequests(3, timeout: 10), "the requests reached the origin")
+        let records = stopAndCollect(a)
+        let stopped = records.firstIndex { event($0) == "airlock.stopped" } ?? records.count
+        for k in 0..<3 {
+            let target = "/stuck/\(k)"
+            let errors = records.indices.filter { event(records[$0]) == "request.error" && records[$0]["target"] as? String == target }
+            let access = records.indices.filter { event(records[$0]) == "request.access" && records[$0]["target"] as? String == target }
+            XCTAssertEqual(errors.count, 1, target)
+            XCTAssertEqual(access.count, 1, target)
+            guard let e = errors.first, let r = access.first else { continue }
+            XCTAssertEqual(records[e]["error"] as? String, "drain-timeout")
+            XCTAssertEqual(records[r]["incomplete"] as? Bool, true)
+            XCTAssertEqual(records[r]["state"] as? String, "cancelled")
+            XCTAssertLessThan(e, r, "the error record comes just before its access record")
+            XCTAssertLessThan(r, stopped, "written before airlock.stopped")
+        }
+    }
+
     /// stdout stops being read: requests are still answered (each within its read timeout);
     /// records beyond the bound are dropped whole; once stdout is read again an
     /// `airlock.log-dropped` record counts them, and the records written plus those counted

@@ -178,4 +178,97 @@ final class ExchangeMachineTests: XCTestCase {
         for m in idempotent { XCTAssertTrue(ExchangeMachine(method: m, requestHasBody: false).isIdempotent, "\(m)") }
         for m in other { XCTAssertFalse(ExchangeMachine(method: m, requestHasBody: false).isIdempotent, "\(m)") }
     }
+
+    // MARK: the awkward ones
+
+    func testClientAbortingMidBodyFailsTheRequestAndLeavesNothingToAnswer() {
+        var m = post()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.request, .streamingBody)
+        XCTAssertEqual(m.clientGone(), .abort)
+        XCTAssertEqual(m.request, .failed)
+        XCTAssertEqual(m.response, .failed, "nobody is left to answer")
+        XCTAssertTrue(m.isFinished)
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true),
+                       .close(.requestIncomplete), "the upstream still expects body bytes")
+        XCTAssertEqual(m.upstreamFailed(.closed), .none, "a late upstream close changes nothing")
+    }
+
+    func testUpstreamClosingBeforeTheHeadOnAFreshConnectionIsAnswered() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.upstreamFailed(.closed), .respondError(.closed), "a fresh connection is not retried")
+        XCTAssertEqual(m.response, .answered)
+        XCTAssertFalse(m.responseHeadSent)
+    }
+
+    func testUpstreamRefusedOrUntrustedIsAnsweredWithItsOwnFailure() {
+        for failure: ExchangeMachine.UpstreamFailure in [.refused, .timeout, .untrusted, .malformed] {
+            var m = get()
+            _ = m.upstreamReady(reused: true)
+            XCTAssertEqual(m.upstreamFailed(failure), .respondError(failure), "\(failure)")
+        }
+    }
+
+    func testHalfCloseAfterAWholeRequestThenTheResponseCompletes() {
+        var m = post()
+        _ = m.upstreamReady(reused: false)
+        m.requestBodyComplete()
+        XCTAssertEqual(m.clientHalfClosed(), .keepServingHalfClosedClient)
+        XCTAssertEqual(m.responseHeadReceived(status: 201, validates: false), .writeResponseHead)
+        m.responseComplete()
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park,
+                       "the client's half-close does not spoil the upstream connection")
+    }
+
+    /// A rejected response on a keep-alive connection with another request pipelined behind
+    /// it: the exchange ends answered (its upstream parked when the body was read whole), and
+    /// the connection's lifecycle goes back to heads for the next request.
+    func testPipelinedRequestBehindARejectedResponseIsServedNext() {
+        var lifecycle = ClientLifecycle()
+        var m = get()
+        lifecycle.dispatched()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: true), .validateResponse)
+        m.answeredByGateway()   // the validator rejected the buffered body
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
+        XCTAssertTrue(m.claimLogging())
+        XCTAssertTrue(lifecycle.carriesAnotherRequest(inputBuffered: true))
+        lifecycle.exchangeEnded()
+        XCTAssertEqual(lifecycle.phase, .awaitingHead)
+        var next = get()
+        lifecycle.dispatched()
+        XCTAssertEqual(lifecycle.phase, .forwarding)
+        XCTAssertEqual(next.upstreamReady(reused: true), .sendRequestHead)
+        XCTAssertFalse(next.logged, "the next exchange has its own logging turn")
+    }
+
+    func testDrainDuringAnExchangeFinishesItThenCloses() {
+        var lifecycle = ClientLifecycle()
+        var m = get()
+        lifecycle.dispatched()
+        _ = m.upstreamReady(reused: false)
+        lifecycle.drain()
+        XCTAssertFalse(lifecycle.carriesAnotherRequest(inputBuffered: false), "the response says Connection: close")
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
+        m.responseComplete()
+        lifecycle.exchangeEnded()
+        XCTAssertEqual(lifecycle.whenIdle(inputBuffered: 0, idleFor: .seconds(1), drainGrace: .milliseconds(100)), .close)
+    }
+
+    // MARK: the logging phase
+
+    func testLoggingRunsExactlyOnceWhicheverWayTheExchangeEnds() {
+        var a = get()
+        _ = a.upstreamReady(reused: false)
+        _ = a.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(a.clientGone(), .abort)
+        XCTAssertTrue(a.claimLogging(), "the first end reported is logged")
+        XCTAssertFalse(a.claimLogging(), "a second end (the drain timeout, an admin cancel) is not")
+        XCTAssertTrue(a.logged)
+        var b = get()
+        XCTAssertFalse(b.logged)
+        XCTAssertTrue(b.claimLogging())
+        XCTAssertFalse(b.claimLogging())
+    }
 }

@@ -1,0 +1,71 @@
+import AirlockIO
+import AirlockWire
+import AirlockSession
+
+/// How a request ends: Airlock's own answers, and the one path every exchange leaves by
+/// (`endExchange`), which runs the logging phase exactly once and then decides what becomes
+/// of the client connection.
+extension ClientConnection {
+    /// Answers with `e`'s status and JSON body. Keeps the connection only when the request
+    /// was fully read and the error does not make the connection untrustworthy.
+    func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
+        let req = ex?.request ?? request
+        ex?.machine.answeredByGateway()
+        let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
+        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
+        let idText = requestID.description
+        stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: keepAlive,
+                                           requestID: idText, retryAfter: e.retryAfter))
+        if let ex {
+            endExchange(ex, .answered(e, keepAlive: keepAlive))
+        } else {
+            // Refused before it became an exchange (unparsable, filtered, unrouted, timed out).
+            worker.phases.logging(nil, RequestSummary(id: requestID, request: req, client: peer), .answered(e, keepAlive: keepAlive))
+            continueAfter(keepAlive: keepAlive)
+        }
+    }
+
+    /// The exchange failed before any response byte reached the client.
+    func failExchange(_ e: GatewayError) {
+        guard let ex = exchange else { return }
+        if let u = ex.upstream { ex.upstream = nil; u.close() }
+        respondError(e, exchange: ex, requestID: ex.id)
+    }
+
+    /// The one way out of an exchange: the upstream connection is released (back to the pool
+    /// if the machine's `ReuseDecision` says so) or closed, the logging phase runs (once), and
+    /// the client connection goes on to its next request, or closes.
+    func endExchange(_ ex: Exchange, _ end: ExchangeEnd) {
+        switch end {
+        case .completed(let reusable):
+            releaseUpstream(ex, bodyReadToEnd: reusable)
+            ex.machine.responseComplete()
+        case .answered, .truncated, .aborted:
+            if let u = ex.upstream { ex.upstream = nil; u.close() }   // never reused
+        }
+        if exchange === ex { exchange = nil }
+        worker.phases.logging(ex, RequestSummary(id: ex.id, request: ex.request, client: peer), end)
+        switch end {
+        case .completed:
+            worker.recycle(ex.request.headers)
+            if let r = ex.response { worker.recycle(r.headers) }
+            // Pipelined requests already buffered are served now; while draining, a
+            // connection with none waiting closes there.
+            continueAfter(keepAlive: ex.clientKeepAlive)
+        case .answered(_, let keepAlive):
+            continueAfter(keepAlive: keepAlive)
+        case .truncated:
+            closeAfterFlush()   // what arrived goes out, then the cut tells the client
+        case .aborted:
+            close()
+        }
+    }
+
+    private func continueAfter(keepAlive: Bool) {
+        if keepAlive {
+            awaitNextHead()
+        } else {
+            closeAfterFlush()
+        }
+    }
+}

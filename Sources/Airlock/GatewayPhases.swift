@@ -1,0 +1,205 @@
+import CoreMetrics
+import AirlockIO
+import AirlockSerialization
+import AirlockSession
+import AirlockWire
+import Logging
+
+/// The gateway's phases (see `ProxyPhases`): a view of one worker's routes, limits and log
+/// sinks, made on the spot (a struct holding one unowned reference; nothing is allocated).
+struct GatewayPhases: ProxyPhases {
+    unowned(unsafe) let worker: Worker
+
+    // MARK: request filter
+
+    /// CONNECT (not supported yet), a declared body over `limits.body_bytes`, and a request
+    /// that already passed through this gateway (its `Via` token).
+    func requestFilter(_ req: RequestHead) -> GatewayError? {
+        if req.method == .connect {
+            return GatewayError(.connectUnsupported, status: 501,
+                                message: "CONNECT tunnels are not supported", source: .client, mustClose: true)
+        }
+        let limit = worker.limits.bodyBytes
+        if case .length(let n) = req.framing, n > UInt64(limit) {
+            return GatewayError(.bodyTooLarge, status: 413,
+                                message: "request body of \(n) bytes exceeds the limit of \(limit)",
+                                source: .client, mustClose: true)
+        }
+        for v in req.headers.values(.via) where v.contains(worker.context.viaToken) {
+            return GatewayError(.loopDetected, status: 508,
+                                message: "request already passed through this gateway (Via: \(worker.context.viaToken))",
+                                source: .client)
+        }
+        return nil
+    }
+
+    // MARK: upstream peer
+
+    /// The first route matching host and path; its fixed upstream, or (an `origin` route) the
+    /// scheme, host and port the request names.
+    func upstreamPeer(_ req: RequestHead) -> Result<UpstreamPeer, GatewayError> {
+        let path: String
+        switch req.target {
+        case .origin(let p): path = p
+        case .absolute(_, _, _, let p): path = p
+        default: path = "/"
+        }
+        guard let route = worker.routes.first(host: req.host, path: path) else {
+            return .failure(GatewayError(.noRoute, status: 403, message: "no route for host \(req.host)", source: .client))
+        }
+        if let fixed = route.fixedKey { return .success(UpstreamPeer(route: route, key: fixed)) }
+        var scheme = Scheme.http
+        if case .absolute(let s, _, _, _) = req.target { scheme = s }
+        let key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80),
+                              trust: scheme == .https ? route.config.security.trustIdentity : "")
+        return .success(UpstreamPeer(route: route, key: key))
+    }
+
+    // MARK: upstream response filter
+
+    /// The route's validator on the response head. A body validator's head verdict is final
+    /// when the body cannot change it (the framing says whether there is a body, or the
+    /// status alone fails); otherwise the body is buffered for it.
+    func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict {
+        guard let validator = ex.route.validator, let config = ex.route.response else { return .relay }
+        let bodyIsEmpty = ResponseValidation.bodyIsEmpty(framing)
+        let facts = ResponseFacts(status: head.status, contentType: head.headers.first(.contentType),
+                                  url: Self.upstreamURL(ex), bodyIsEmpty: bodyIsEmpty)
+        if case .rejected(let error) = validator.validate(head: facts),
+           !validator.needsBody || bodyIsEmpty != nil || error.reason == .unacceptableStatus {
+            let enforce = config.mode == .enforce
+            let v = ResponseValidation(config: config, validator: validator, facts: facts,
+                                       phase: enforce ? .drainingRejected : .relaying, rejection: error)
+            return enforce ? .drainRejected(v) : .relaySampled(v)
+        }
+        guard validator.needsBody else { return .relay }
+        let v = ResponseValidation(config: config, validator: validator, facts: facts, phase: .buffering)
+        if case .length(let n) = framing, n > UInt64(config.maxBodyBytes) { return .overLimit(v) }
+        return .buffer(v)
+    }
+
+    /// The URL the gateway fetched: `http://host:port/path?query`.
+    static func upstreamURL(_ ex: Exchange) -> String {
+        "\(ex.key.scheme)://\(ForwardingHeads.authority(ex.key))\(ForwardingHeads.upstreamTarget(ex.request.target))"
+    }
+
+    // MARK: logging
+
+    /// Every record and counter of one request, in this order: the error record (when it
+    /// failed), the reject record, metrics, the task's final event, the access record. Runs
+    /// once per exchange (`ExchangeMachine.claimLogging`); a request that never became an
+    /// exchange (`ex` nil) gets its error and access records.
+    func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {
+        guard let ex else {
+            if let e = end.error {
+                logError(e, nil, summary)
+                worker.context.metrics.gatewayError(route: "-", error: e.reason)
+                worker.context.metrics.unrouted.count(e.status)
+            }
+            accessRecord(summary, route: nil, status: end.error?.status ?? 0, complete: end.complete, exchange: nil)
+            return
+        }
+        guard ex.machine.claimLogging() else { return }
+        let status: Int
+        switch end {
+        case .completed:
+            status = ex.responseStatus
+        case .answered(let e, _):
+            status = e.status
+            ex.responseStatus = e.status
+            if e.code == .rejectedResponse { ex.outcome = .rejected }
+            ex.failure = e.rejection?.reason ?? e.reason
+            worker.context.metrics.gatewayError(route: ex.route.name, error: e.reason)
+        case .truncated(let e):
+            status = ex.responseStatus
+            ex.failure = e.reason
+        case .aborted(let e):
+            status = ex.responseHeadSent ? ex.responseStatus : e.status
+            ex.outcome = .cancelled
+            ex.failure = e.reason
+        }
+        if let e = end.error { logError(e, ex, summary) }
+        ex.metrics.responseEnd = EventLoop.nowNanos()
+        if let v = ex.validation { recordReject(ex, v) }
+        if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
+        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
+        if let hub = worker.taskEvents, hub.hasSubscribers {
+            hub.publish(ex.event(ex.outcome, status: status, reason: ex.failure))
+        }
+        accessRecord(summary, route: ex.route.name, status: status, complete: end.complete, exchange: ex)
+    }
+
+    /// `request.error`: at error level when the upstream failed, warning otherwise.
+    private func logError(_ e: GatewayError, _ ex: Exchange?, _ summary: RequestSummary) {
+        var md: Logger.Metadata = [
+            "request_id": .string(summary.id.description),
+            "status": .stringConvertible(e.status),
+            "error": .string(e.reason),
+            "source": .string(e.source.rawValue),
+            "message": .string(e.message),
+            "client": .string(summary.client.description),
+        ]
+        if let ex {
+            md["route"] = .string(ex.route.name)
+            md["method"] = .string(ex.request.method.name)
+            md["target"] = .string(ex.targetDescription)
+            md["upstream"] = .string(ex.lastUpstreamAddress?.description ?? ex.key.description)
+        } else if let request = summary.request {
+            md["method"] = .string(request.method.name)
+            md["host"] = .string(request.host)
+        }
+        worker.logger.log(level: e.source == .upstream ? .error : .warning, "request.error", metadata: md)
+    }
+
+    /// The reject record: one `response.rejected` log line and an entry in the gateway's ring.
+    private func recordReject(_ ex: Exchange, _ v: ResponseValidation) {
+        guard let error = v.rejection, !v.recorded else { return }
+        v.recorded = true
+        let record = RejectRecord(
+            unixMillis: RejectRecord.nowUnixMillis(), requestID: ex.id.description, route: ex.route.name,
+            method: ex.request.method.name, url: v.facts.url,
+            upstream: ex.lastUpstreamAddress?.description ?? ex.key.description, status: v.facts.status,
+            contentType: v.facts.contentType, reason: error.reason.rawValue, code: error.code, message: error.message,
+            underlying: error.underlying?.message, durationMillis: ex.durationMillis, mode: v.config.mode.rawValue,
+            bodySample: String(decoding: v.sample, as: UTF8.self))
+        worker.logger.warning("response.rejected", metadata: record.metadata)
+        worker.context.rejects.append(record)
+        worker.context.metrics.rejected(route: ex.route.name, reason: error.reason.rawValue)
+    }
+
+    /// The exchange's counters and latencies: status class, bytes, time to first byte and
+    /// total; the in-flight gauge goes down.
+    private func recordMetrics(_ ex: Exchange, _ m: RouteMetrics, status: Int) {
+        worker.context.metrics.inFlight.decrement()
+        m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
+        m.latency.observe(firstByte: ex.responseStartedAt > ex.started ? ex.responseStartedAt - ex.started : 0,
+                          total: ex.metrics.responseEnd &- ex.started)
+    }
+
+    /// `request.access`, straight into the worker's buffer when its logger is the plain JSON
+    /// handler (the per-request path), else through swift-log.
+    private func accessRecord(_ summary: RequestSummary, route: String?, status: Int, complete: Bool, exchange ex: Exchange?) {
+        guard worker.logsAccess else { return }
+        let duration = ex?.durationMillis ?? 0
+        let record = AccessRecord(
+            requestID: summary.id, status: status, bytesIn: ex?.bytesIn ?? 0, bytesOut: ex?.bytesOut ?? 0,
+            durationMillis: (duration * 1000).rounded() / 1000, client: summary.client,
+            request: summary.request.map { ($0.method.name, ex?.targetDescription ?? "-", $0.host) },
+            route: route, upstream: ex?.lastUpstreamAddress, incomplete: !complete,
+            upstreamTiming: ex.flatMap { ex in
+                ex.responseStartedAt > 0
+                    ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.connectedAt == 0) : nil
+            },
+            task: ex.map { ($0.taskState.rawValue, $0.metrics) })
+        if let buffer = worker.accessLog {
+            buffer.append { record.encode(into: &$0) }
+        } else {
+            worker.logger.info(AccessRecord.event, metadata: record.metadata)
+        }
+    }
+}
+
+extension Worker {
+    /// This worker's phases (a view; see `GatewayPhases`).
+    var phases: GatewayPhases { GatewayPhases(worker: self) }
+}

@@ -1,0 +1,92 @@
+import AirlockIO
+import AirlockSerialization
+import AirlockSession
+import AirlockWire
+
+/// The named phases every proxied request goes through, in this order (Pingora's `ProxyHttp`):
+///
+///     requestFilter → request serializer (#13) → upstreamPeer → connect + trust (session)
+///         → upstreamResponseFilter → relay → logging
+///
+/// Each phase is one method with a default. `ClientConnection` is the executor: it calls the
+/// phases in order over one typed per-request context (`Exchange`) and performs what the
+/// `ExchangeMachine` decides between them. `logging` runs exactly once per request, last,
+/// whatever happened (errors, rejects, aborts, cancels and shutdown included): it is the only
+/// place that writes `request.error`, `response.rejected` and `request.access` records, counts
+/// metrics and posts the task's final event.
+protocol ProxyPhases {
+    /// Refuses a request before anything is chosen for it (CONNECT, body limits, loops).
+    func requestFilter(_ req: RequestHead) -> GatewayError?
+    /// The route and the upstream a request goes to.
+    func upstreamPeer(_ req: RequestHead) -> Result<UpstreamPeer, GatewayError>
+    /// What the route's response validators make of a response head, before any byte of it
+    /// reaches the client.
+    func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
+    /// The last phase: every record and counter of one request, exactly once.
+    func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd)
+}
+
+extension ProxyPhases {
+    func requestFilter(_ req: RequestHead) -> GatewayError? { nil }
+    func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict {
+        .relay
+    }
+    func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {}
+}
+
+/// `upstreamPeer`'s answer: the route, and the upstream connection key (pool identity).
+struct UpstreamPeer {
+    let route: Route
+    let key: UpstreamKey
+}
+
+/// `upstreamResponseFilter`'s answer.
+enum ResponseFilterVerdict {
+    /// Stream the response as it comes (no validator, or accepted on the head).
+    case relay
+    /// Stream it, sampling the body: a report-only reject decided on the head.
+    case relaySampled(ResponseValidation)
+    /// Enforce a reject decided on the head: read the body to its end (for the connection's
+    /// reuse), then answer the reject.
+    case drainRejected(ResponseValidation)
+    /// Hold the head and buffer the body for a body validator.
+    case buffer(ResponseValidation)
+    /// The declared length is over `max_body_bytes`: not a byte is read.
+    case overLimit(ResponseValidation)
+}
+
+/// How one request ended: what `logging` records and what becomes of the client connection.
+enum ExchangeEnd {
+    /// The whole response reached the client. `upstreamReusable`: its body was read to the end.
+    case completed(upstreamReusable: Bool)
+    /// Airlock answered with its own response (an error or a reject); `keepAlive`: the client
+    /// connection carries on.
+    case answered(GatewayError, keepAlive: Bool)
+    /// Part of the response reached the client, then the upstream failed: cut off.
+    case truncated(GatewayError)
+    /// Nobody is left to answer: the client went away, an admin cancelled, or the drain timed out.
+    case aborted(GatewayError)
+
+    var error: GatewayError? {
+        switch self {
+        case .completed: return nil
+        case .answered(let e, _), .truncated(let e), .aborted(let e): return e
+        }
+    }
+
+    /// The response reached the client whole (Airlock's own answer counts).
+    var complete: Bool {
+        switch self {
+        case .completed, .answered: return true
+        case .truncated, .aborted: return false
+        }
+    }
+}
+
+/// What the logging phase knows of a request that may never have become an exchange (a head
+/// that failed to parse, a refused or unrouted request).
+struct RequestSummary {
+    let id: RequestID
+    let request: RequestHead?
+    let client: SocketAddress
+}
