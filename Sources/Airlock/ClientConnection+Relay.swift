@@ -26,8 +26,8 @@ extension ClientConnection {
             ex.machine.requestBodyComplete()
             ex.metrics.requestSent = EventLoop.nowNanos()
         } else if u.stream.outputLength >= Self.writeHighWatermark {
-            stream.setReading(false)   // resumed in upstreamWritable
-            setSuspended(ex, true)
+            let was = ex.machine.isSuspended
+            performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
         } else if lifecycle.input == .halfClosed {
             // Everything the client sent before its close has been decoded: the body is cut off.
             perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
@@ -36,8 +36,8 @@ extension ClientConnection {
 
     func upstreamWritable(_ u: UpstreamConnection) {
         guard let ex = exchange, !ex.requestBodyDone else { return }
-        stream.setReading(true)
-        if ex.suspended { setSuspended(ex, false) }
+        let was = ex.machine.isSuspended
+        performFlow(ex.machine.upstreamOutputDrained(), ex, wasSuspended: was)
         // Bytes already buffered do not fire the read callback again: pump them now.
         pumpRequestBody()
     }
@@ -181,9 +181,8 @@ extension ClientConnection {
         if ex.responseDecoder.isComplete {
             endExchange(ex, .completed(upstreamReusable: true))
         } else if stream.outputLength >= Self.writeHighWatermark {
-            u.stream.setReading(false)   // resumed in streamWritable
-            stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
-            setSuspended(ex, true)
+            let was = ex.machine.isSuspended
+            performFlow(ex.machine.clientOutputFilled(), ex, wasSuspended: was)
         }
     }
 

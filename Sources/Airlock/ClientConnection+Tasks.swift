@@ -12,11 +12,24 @@ extension ClientConnection {
         hub.publish(ex.event(kind, status: status, reason: reason))
     }
 
-    /// Backpressure holds the exchange (either side stopped reading) or lets it go.
-    func setSuspended(_ ex: Exchange, _ suspended: Bool) {
-        guard ex.suspended != suspended else { return }
-        ex.suspended = suspended
-        post(suspended ? .suspended : .resumed, ex)
+    /// Performs a backpressure action of the machine (le-proxy's pattern: a side stops reading
+    /// while its partner's output is full) and posts `suspended` / `resumed` when the task's
+    /// suspension changes. `wasSuspended`: the machine's `isSuspended` before the event.
+    func performFlow(_ action: ExchangeMachine.Action, _ ex: Exchange, wasSuspended: Bool) {
+        switch action {
+        case .pauseClientReads:
+            stream.setReading(false)   // resumed when the upstream's output drains (upstreamWritable)
+        case .resumeClientReads:
+            stream.setReading(true)
+        case .pauseUpstreamReads:
+            ex.upstream?.stream.setReading(false)   // resumed when the client's output drains (streamWritable)
+            stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+        case .resumeUpstreamReads:
+            ex.upstream?.stream.setReading(true)
+        default:
+            return
+        }
+        if ex.machine.isSuspended != wasSuspended { post(wasSuspended ? .resumed : .suspended, ex) }
     }
 
     /// `DELETE /tasks/{id}`: the client connection closes at once (no response, or the part

@@ -100,11 +100,11 @@ final class ClientConnection: StreamDelegate {
             continueDelivery(ex, v)
             return
         }
-        guard let u = ex.upstream else { return }
+        guard ex.upstream != nil else { return }
         // The client drained what we queued: let the upstream send more.
         if stream.outputLength < Self.writeHighWatermark / 2 {
-            u.stream.setReading(true)
-            if ex.suspended { setSuspended(ex, false) }
+            let was = ex.machine.isSuspended
+            performFlow(ex.machine.clientOutputDrained(), ex, wasSuspended: was)
             pumpResponseBody()
         }
     }

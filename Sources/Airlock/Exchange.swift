@@ -88,8 +88,6 @@ final class Exchange {
     // task (GET /tasks, /events): milestones, backpressure, how it ended
     /// NSURLSessionTaskMetrics' milestones, stored as they happen (a few integers, nothing allocated).
     var metrics: TaskMetrics
-    /// Either side's reads are paused for backpressure.
-    var suspended = false
     /// How the task ended, for its event: `.completed` unless cancelled or rejected.
     var outcome: TaskEvent.Kind = .completed
     /// Why it failed or was cancelled (an error reason code), for its event.
@@ -97,7 +95,7 @@ final class Exchange {
 
     /// The task's state now (see `TaskState.derive`).
     var taskState: TaskState {
-        TaskState.derive(machine, upstreamReady: upstream?.state == .active, suspended: suspended,
+        TaskState.derive(machine, upstreamReady: upstream?.state == .active, suspended: machine.isSuspended,
                          cancelled: outcome == .cancelled)
     }
 

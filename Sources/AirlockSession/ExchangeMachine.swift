@@ -49,6 +49,14 @@ public struct ExchangeMachine: Sendable, Equatable {
         }
     }
 
+    /// Whether one side's reads are held for backpressure (libevent's le-proxy: a side stops
+    /// reading while its partner's output is above the high-water mark, and resumes once that
+    /// output drained below the low one).
+    public enum Flow: Sendable, Equatable {
+        case flowing              // → .held (the partner's output filled up)
+        case held                 // → .flowing (the partner's output drained)
+    }
+
     public enum Action: Sendable, Equatable {
         case none
         case sendRequestHead                 // the connection is ready: head, then the body as it comes
@@ -61,6 +69,10 @@ public struct ExchangeMachine: Sendable, Equatable {
         case keepServingHalfClosedClient     // the client half-closed after a whole request: still answer it
         case relayBufferedBody               // half-closed mid-body: relay what arrived with the close, then decide
         case abort                           // the client is gone mid-exchange: drop both sides (499)
+        case pauseClientReads                // the upstream's output is full: stop reading the client's body
+        case resumeClientReads               // it drained: read the client again
+        case pauseUpstreamReads              // the client's output is full: stop reading the upstream
+        case resumeUpstreamReads             // it drained: read the upstream again
     }
 
     public let method: Method
@@ -75,6 +87,10 @@ public struct ExchangeMachine: Sendable, Equatable {
     public private(set) var upstreamBytesSeen = false
     /// Whether the logging phase has run for this exchange.
     public private(set) var logged = false
+    /// The client's reads: held while the upstream's output is full.
+    public private(set) var clientReads: Flow = .flowing
+    /// The upstream's reads: held while the client's output is full.
+    public private(set) var upstreamReads: Flow = .flowing
 
     public init(method: Method, requestHasBody: Bool) {
         self.method = method
@@ -85,6 +101,8 @@ public struct ExchangeMachine: Sendable, Equatable {
     // MARK: derived
 
     public var requestBodyDone: Bool { request == .complete }
+    /// Backpressure holds the exchange: either side's reads are paused (a task's `suspended`).
+    public var isSuspended: Bool { clientReads == .held || upstreamReads == .held }
     /// The client has seen the response's head (relayed or delivered after validation).
     public var responseHeadSent: Bool { response == .relaying || response == .complete || response == .truncated }
     public var isFinished: Bool {
@@ -210,6 +228,36 @@ public struct ExchangeMachine: Sendable, Equatable {
         }
         if request != .complete { request = .failed }
         return .abort
+    }
+
+    // MARK: events: backpressure
+
+    /// The upstream's output (request body bytes not yet sent) passed the high-water mark.
+    public mutating func upstreamOutputFilled() -> Action {
+        guard clientReads == .flowing, request == .streamingBody else { return .none }
+        clientReads = .held
+        return .pauseClientReads
+    }
+
+    /// The upstream took the bytes queued for it: the client may send more.
+    public mutating func upstreamOutputDrained() -> Action {
+        guard clientReads == .held else { return .none }
+        clientReads = .flowing
+        return .resumeClientReads
+    }
+
+    /// The client's output (response bytes it has not read yet) passed the high-water mark.
+    public mutating func clientOutputFilled() -> Action {
+        guard upstreamReads == .flowing, response == .relaying else { return .none }
+        upstreamReads = .held
+        return .pauseUpstreamReads
+    }
+
+    /// The client read what was queued for it: the upstream may send more.
+    public mutating func clientOutputDrained() -> Action {
+        guard upstreamReads == .held else { return .none }
+        upstreamReads = .flowing
+        return .resumeUpstreamReads
     }
 
     // MARK: the logging phase

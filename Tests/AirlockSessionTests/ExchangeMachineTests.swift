@@ -271,4 +271,43 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertTrue(b.claimLogging())
         XCTAssertFalse(b.claimLogging())
     }
+
+    // MARK: backpressure
+
+    func testAFullUpstreamHoldsTheClientsReadsUntilItDrains() {
+        var m = post()
+        XCTAssertEqual(m.upstreamOutputFilled(), .none, "no body is streaming before the upstream is ready")
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.upstreamOutputFilled(), .pauseClientReads)
+        XCTAssertTrue(m.isSuspended)
+        XCTAssertEqual(m.upstreamOutputFilled(), .none, "paused once")
+        XCTAssertEqual(m.upstreamOutputDrained(), .resumeClientReads)
+        XCTAssertFalse(m.isSuspended)
+        XCTAssertEqual(m.upstreamOutputDrained(), .none, "resumed once")
+    }
+
+    func testASlowClientHoldsTheUpstreamsReadsUntilItReads() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.clientOutputFilled(), .none, "nothing is relayed before the head")
+        _ = m.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(m.clientOutputFilled(), .pauseUpstreamReads)
+        XCTAssertEqual(m.upstreamReads, .held)
+        XCTAssertTrue(m.isSuspended)
+        XCTAssertEqual(m.clientOutputDrained(), .resumeUpstreamReads)
+        XCTAssertEqual(m.clientOutputDrained(), .none)
+        XCTAssertFalse(m.isSuspended)
+    }
+
+    func testBothSidesHeldAtOnceStaySuspendedUntilBothFlow() {
+        var m = post()
+        _ = m.upstreamReady(reused: false)
+        _ = m.responseHeadReceived(status: 200, validates: false)   // an early answer while the body streams
+        XCTAssertEqual(m.upstreamOutputFilled(), .pauseClientReads)
+        XCTAssertEqual(m.clientOutputFilled(), .pauseUpstreamReads)
+        XCTAssertEqual(m.upstreamOutputDrained(), .resumeClientReads)
+        XCTAssertTrue(m.isSuspended, "the upstream's reads are still held")
+        XCTAssertEqual(m.clientOutputDrained(), .resumeUpstreamReads)
+        XCTAssertFalse(m.isSuspended)
+    }
 }
