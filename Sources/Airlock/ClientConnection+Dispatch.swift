@@ -157,8 +157,7 @@ extension ClientConnection: UpstreamOwner {
     private func attach(_ u: UpstreamConnection, to ex: Exchange) {
         ex.upstream = u
         ex.lastUpstreamAddress = u.address
-        u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts)
-        u.stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
+        u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts, writeLowWatermark: Self.writeHighWatermark / 2)
         ex.metrics.reused = u.isReused
         _ = ex.machine.upstreamReady(reused: u.isReused)   // .sendRequestHead: the caller sends it
     }
@@ -167,7 +166,7 @@ extension ClientConnection: UpstreamOwner {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
         ex.connectedAt = EventLoop.nowNanos()
         ex.metrics.connectEnd = ex.connectedAt
-        let tlsStart = u.stream.handshakeStartedAt   // 0 on plain upstreams
+        let tlsStart = u.handshakeStartedAt   // 0 on plain upstreams
         if tlsStart != 0 {
             ex.metrics.secureStart = tlsStart
             ex.metrics.secureEnd = ex.connectedAt
@@ -194,7 +193,7 @@ extension ClientConnection: UpstreamOwner {
                                 framing: ex.requestOut, viaToken: worker.context.viaToken,
                                 viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix,
                                 into: &worker.headWriter)
-        worker.headWriter.withBytes { u.stream.write($0) }
+        worker.headWriter.withBytes { u.send($0) }
         ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on
         pumpRequestBody()
     }

@@ -25,7 +25,7 @@ extension ClientConnection {
         if ex.requestDecoder.isComplete {
             ex.machine.requestBodyComplete()
             ex.metrics.requestSent = EventLoop.nowNanos()
-        } else if u.stream.outputLength >= Self.writeHighWatermark {
+        } else if u.pendingOutput >= Self.writeHighWatermark {
             let was = ex.machine.isSuspended
             performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
         } else if lifecycle.input == .halfClosed {
@@ -240,7 +240,7 @@ extension ClientConnection {
         guard let u = ex.upstream else { return }
         ex.upstream = nil
         let decision = ex.machine.reuseDecision(upstreamKeepAlive: ex.response?.keepAlive ?? false, bodyReadToEnd: bodyReadToEnd,
-                                                buffersEmpty: u.stream.inputLength == 0 && u.stream.outputLength == 0)
+                                                buffersEmpty: u.buffersEmpty)
         switch decision {
         case .park:
             worker.park(u)

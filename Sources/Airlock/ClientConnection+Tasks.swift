@@ -22,10 +22,10 @@ extension ClientConnection {
         case .resumeClientReads:
             stream.setReading(true)
         case .pauseUpstreamReads:
-            ex.upstream?.stream.setReading(false)   // resumed when the client's output drains (streamWritable)
+            ex.upstream?.setReading(false)   // resumed when the client's output drains (streamWritable)
             stream.setWriteLowWatermark(Self.writeHighWatermark / 2)
         case .resumeUpstreamReads:
-            ex.upstream?.stream.setReading(true)
+            ex.upstream?.setReading(true)
         default:
             return
         }

@@ -33,6 +33,18 @@ final class UpstreamConnection: StreamDelegate {
     /// The route's pool gauges (idle / active counts), updated on every change of state.
     private let metrics: RouteMetrics?
 
+    // MARK: what the exchange's executor asks of it
+
+    /// Nothing unread from the upstream and nothing unsent to it (a condition of reuse).
+    var buffersEmpty: Bool { stream.inputLength == 0 && stream.outputLength == 0 }
+    /// Request bytes queued for the upstream and not yet sent (backpressure).
+    var pendingOutput: Int { stream.outputLength }
+    /// When the TLS handshake began (0 on plain connections): the connect / TLS split.
+    var handshakeStartedAt: UInt64 { stream.handshakeStartedAt }
+
+    func send(_ bytes: UnsafeRawBufferPointer) { stream.write(bytes) }
+    func setReading(_ on: Bool) { stream.setReading(on) }
+
     enum State {
         case connecting   // → .active or .closed
         case active       // serving an exchange → .idle or .closed
@@ -78,8 +90,11 @@ final class UpstreamConnection: StreamDelegate {
 
 
     /// Bind to an exchange (fresh or from the pool).
-    func activate(owner: any UpstreamOwner, timeouts: StreamTimeouts) {
+    /// Serves an exchange from now on. `writeLowWatermark`: the level its pending output must
+    /// drain to before the owner hears it is writable again (backpressure on the client's body).
+    func activate(owner: any UpstreamOwner, timeouts: StreamTimeouts, writeLowWatermark: Int) {
         self.owner = owner
+        stream.setWriteLowWatermark(writeLowWatermark)
         if let m = metrics {
             if state == .idle { m.poolIdleCount.subtract(1, ordering: .relaxed) }
             m.poolActiveCount.add(1, ordering: .relaxed)
