@@ -200,7 +200,7 @@ extension ClientConnection: UpstreamOwner {
 
     func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
-        if ex.response != nil {
+        if !ex.machine.awaitingResponseHead {
             upstreamEndedDuringBody(ex, u, event: event)
             return
         }

@@ -82,7 +82,7 @@ extension ClientConnection {
             ex.machine.upstreamBytesArrived()
             if ex.metrics.firstResponseByte == 0 { ex.metrics.firstResponseByte = EventLoop.nowNanos() }
         }
-        if ex.response == nil {
+        if ex.machine.awaitingResponseHead {
             readResponseHead(ex, u)
         } else {
             pumpResponseBody()
@@ -90,7 +90,7 @@ extension ClientConnection {
     }
 
     private func readResponseHead(_ ex: Exchange, _ u: UpstreamConnection) {
-        while ex.response == nil {
+        while ex.machine.awaitingResponseHead {
             let n: Int?
             do {
                 n = try u.stream.withInput(max: ex.responseScanner.window) { buf throws(WireError) in
@@ -164,7 +164,7 @@ extension ClientConnection {
     }
 
     func pumpResponseBody(bounded: Bool = true) {
-        guard phase == .forwarding, let ex = exchange, let u = ex.upstream, ex.response != nil else { return }
+        guard phase == .forwarding, let ex = exchange, let u = ex.upstream, !ex.machine.awaitingResponseHead else { return }
         if let v = ex.validation, v.phase != .relaying {
             pumpValidatedBody(ex, u, v)
             return

@@ -105,7 +105,7 @@ final class Exchange {
     }
 
     var downloadProgress: TaskProgress {
-        guard response != nil else { return TaskProgress() }
+        guard !machine.awaitingResponseHead else { return TaskProgress() }
         if case .length(let n) = responseFraming { return TaskProgress(done: bytesOut, expected: n) }
         return TaskProgress(done: bytesOut, expected: responseFraming == .none ? 0 : nil)
     }

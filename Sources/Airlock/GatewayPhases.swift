@@ -188,7 +188,7 @@ struct GatewayPhases: ProxyPhases {
             route: route, upstream: ex?.lastUpstreamAddress, incomplete: !complete,
             upstreamTiming: ex.flatMap { ex in
                 ex.responseStartedAt > 0
-                    ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.connectedAt == 0) : nil
+                    ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.metrics.reused) : nil
             },
             task: ex.map { ($0.taskState.rawValue, $0.metrics) })
         if let buffer = worker.accessLog {

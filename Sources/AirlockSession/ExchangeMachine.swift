@@ -101,6 +101,8 @@ public struct ExchangeMachine: Sendable, Equatable {
     // MARK: derived
 
     public var requestBodyDone: Bool { request == .complete }
+    /// No final response head yet (interim 1xx heads do not count).
+    public var awaitingResponseHead: Bool { response == .awaitingHead }
     /// Backpressure holds the exchange: either side's reads are paused (a task's `suspended`).
     public var isSuspended: Bool { clientReads == .held || upstreamReads == .held }
     /// The client has seen the response's head (relayed or delivered after validation).
