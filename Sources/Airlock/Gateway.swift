@@ -45,7 +45,7 @@ public final class Gateway: @unchecked Sendable {
         Self.raiseDescriptorLimit(for: config.limits)
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
-        let metrics = GatewayMetrics(config: config)
+        let metrics = GatewayMetrics(config: config, logSink: (logger.handler as? JSONLogHandler)?.sink)
         let context = GatewayContext(config: config, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
                                      listenAddress: l.address, idPrefix: Self.randomHex(8), rejects: rejects,

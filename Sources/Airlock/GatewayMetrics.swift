@@ -19,8 +19,12 @@ final class GatewayMetrics: Sendable {
     let unrouted: StatusClassCounters
     /// Per route, in configuration order (the index of the route in `config.routes`).
     let routes: [RouteMetrics]
+    /// The log sink whose dropped records are exported (`airlock_log_dropped_records_total`);
+    /// nil when the logger is not the JSON handler (tests with their own handlers).
+    let logSink: JSONLogSink?
 
-    init(config: AirlockConfig) {
+    init(config: AirlockConfig, logSink: JSONLogSink? = nil) {
+        self.logSink = logSink
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -45,7 +49,13 @@ final class GatewayMetrics: Sendable {
     /// The Prometheus text exposition of every metric.
     func exposition() -> [UInt8] {
         for r in routes { r.publishPoolCounts() }
-        return registry.emitToBuffer() + Array(LatencyHistograms.render(routes.map(\.latency)).utf8)
+        var text = LatencyHistograms.render(routes.map(\.latency))
+        if let logSink {
+            text += "# HELP airlock_log_dropped_records_total Log records dropped because the log output did not keep up.\n"
+            text += "# TYPE airlock_log_dropped_records_total counter\n"
+            text += "airlock_log_dropped_records_total \(logSink.droppedRecords)\n"
+        }
+        return registry.emitToBuffer() + Array(text.utf8)
     }
 
     /// A rejected response (validation) on `route`, by reason code. Rare: looked up by label.

@@ -168,8 +168,11 @@ final class AccessLogTests: XCTestCase {
     func testStalledStdoutDoesNotStallRequestsAndDropsAreReported() throws {
         let o = try origin()
         defer { o.stop() }
-        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1))
+        try PrometheusText.requireParser()
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1) + "\nadmin: 127.0.0.1:0\n")
         defer { a.stop() }
+        let adminRecord = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let adminPort = UInt16(try XCTUnwrap(adminRecord["port"] as? Int))
         let c = try RawClient(port: a.port)
         defer { c.close() }
         // ~3.1 KB per record: 800 records are about twice what the pipe, the test's reader and
@@ -187,6 +190,12 @@ final class AccessLogTests: XCTestCase {
         XCTAssertNotNil(report, "airlock.log-dropped once stdout is read again")
         XCTAssertGreaterThan(int(report?["dropped"]) ?? 0, 0)
         XCTAssertEqual(report?["level"] as? String, "warning")
+        // The same count is exported for Prometheus.
+        let admin = try RawClient(port: adminPort)
+        let scraped = try PrometheusText(try admin.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        admin.close()
+        XCTAssertEqual(scraped.types["airlock_log_dropped_records"], "counter")
+        XCTAssertEqual(scraped.value("airlock_log_dropped_records_total").map { Int($0) }, int(report?["dropped_total"]))
         let records = stopAndCollect(a)
         let written = records.filter { event($0) == "request.access" && ($0["target"] as? String)?.hasPrefix("/stall/") == true }
         let reports = records.filter { event($0) == "airlock.log-dropped" }
