@@ -248,7 +248,8 @@ enum RequestHarness {
         let out = requestOutFraming(head.framing)
         var w = HeadWriter()
         ForwardingHeads.request(head, host: "upstream.test:8080", framing: out, viaToken: "airlock",
-                                viaToken11: "1.1 airlock", into: &w)
+                                viaToken11: "1.1 airlock", idSerial: 0x2a, clientID: RequestID.clientID(in: head.headers),
+                                idPrefix: requestIDPrefix, into: &w)
         let bytes = w.bytes
         let result = reparse(bytes, kind: .request, limits: looseLimits) { b throws(WireError) in
             try RequestParser.parse(b, limits: looseLimits)
@@ -278,9 +279,14 @@ enum RequestHarness {
         let hop = HopByHopModel(fields)
         var expected = [Field(name: Ref.bytes("Host"), value: Ref.bytes("upstream.test:8080"))]
         // Received Via lines are forwarded byte for byte with the other fields; ours follows.
-        expected += fields.filter { !$0.named("host") && !$0.named("expect") && !hop.drops($0) }
+        expected += fields.filter { !$0.named("host") && !$0.named("expect") && !$0.named("x-request-id") && !hop.drops($0) }
         let ours = head.version == .http10 ? "1.0 airlock" : "1.1 airlock"
         expected.append(Field(name: Ref.bytes("Via"), value: Ref.bytes(ours)))
+        // One request id: the client's when it sent exactly one well-formed id, else Airlock's.
+        let ids = fields.filter { $0.named("x-request-id") }
+        let kept = RequestID.clientID(in: head.headers)
+        check(kept == nil || ids.count == 1, "a client id is kept only when it is the only one")
+        expected.append(Field(name: Ref.bytes("X-Request-Id"), value: Ref.bytes(kept ?? "fuzz-0-2a")))
         switch framing {
         case .length(let n): expected.append(Field(name: Ref.bytes("Content-Length"), value: Ref.bytes(String(n))))
         case .chunked: expected.append(Field(name: Ref.bytes("Transfer-Encoding"), value: Ref.bytes("chunked")))

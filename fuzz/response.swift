@@ -216,7 +216,7 @@ enum ResponseHarness {
         var w = HeadWriter()
         ForwardingHeads.response(head, framing: framing, out: out, requestMethod: setup.method, keepAlive: keepAlive,
                                  clientVersion: setup.clientVersion, viaToken: "airlock", viaToken11: "1.1 airlock",
-                                 into: &w)
+                                 idSerial: 0x2a, clientID: nil, idPrefix: requestIDPrefix, into: &w)
         let bytes = w.bytes
         let result = reparse(bytes, kind: .response, limits: looseLimits) { b throws(WireError) in
             try ResponseParser.parse(b)
@@ -242,10 +242,12 @@ enum ResponseHarness {
         let s = head.status
         var expected = fields.filter { f in
             if f.named("content-length") && setup.method == .head && s >= 200 && s != 204 { return true }
-            return !hop.drops(f)
+            // The client gets its task's id, never the upstream's.
+            return !f.named("x-request-id") && !hop.drops(f)
         }
-        // Our Via line, naming the protocol the upstream answered with.
+        // Our Via line, naming the protocol the upstream answered with, then the request id.
         expected.append(Field(name: Ref.bytes("Via"), value: Ref.bytes(head.version == .http10 ? "1.0 airlock" : "1.1 airlock")))
+        expected.append(Field(name: Ref.bytes("X-Request-Id"), value: Ref.bytes("fuzz-0-2a")))
         switch (out, framing) {
         case (.length, .length(let n)): expected.append(Field(name: Ref.bytes("Content-Length"), value: Ref.bytes(String(n))))
         case (.chunked, _): expected.append(Field(name: Ref.bytes("Transfer-Encoding"), value: Ref.bytes("chunked")))

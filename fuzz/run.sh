@@ -33,8 +33,11 @@ command -v "$swiftc" >/dev/null || { echo "error: $swiftc not on PATH (Swift 6 t
 mkdir -p "$out/src"
 
 # ForwardingHeads.swift imports AirlockSession/AirlockWire; in the fuzz module those types come
-# from fuzz/Support/ForwardingShim.swift and the AirlockWire sources themselves.
-sed '/^import /d' "$root/Sources/Airlock/ForwardingHeads.swift" > "$out/src/ForwardingHeads.swift"
+# from fuzz/Support/ForwardingShim.swift and the AirlockWire sources themselves. The request
+# id it writes (X-Request-Id) comes from the real RequestID.swift and RequestIDSyntax.swift.
+for f in Airlock/ForwardingHeads.swift Airlock/RequestID.swift AirlockSession/RequestIDSyntax.swift; do
+  sed '/^\(public \)\?import /d' "$root/Sources/$f" > "$out/src/$(basename "$f")"
+done
 
 bin="$out/fuzz-$target"
 echo "fuzz: building $target ($opt) -> $bin"
@@ -42,7 +45,7 @@ echo "fuzz: building $target ($opt) -> $bin"
 # (From inside $out: swiftc leaves module files in the working directory.)
 if ! (cd "$out" && "$swiftc" -swift-version 6 -module-name AirlockWire -parse-as-library -wmo "$opt" -g \
       -sanitize=fuzzer,address \
-      "$root"/Sources/AirlockWire/*.swift "$root"/fuzz/Support/*.swift "$out/src/ForwardingHeads.swift" \
+      "$root"/Sources/AirlockWire/*.swift "$root"/fuzz/Support/*.swift "$out"/src/*.swift \
       "$root/fuzz/$target.swift" -o "$bin" 2> "$out/build-$target.log"); then
   grep -v "Cannot export local symbol" "$out/build-$target.log" >&2 || true
   echo "fuzz: build of $target failed" >&2

@@ -47,3 +47,6 @@ struct HopByHopModel {
         HopByHopModel.fixed.contains(f.lowerName) || listed.contains(f.lowerName)
     }
 }
+
+/// The worker's "X-Request-Id: <prefix>-<worker>-" (Worker.idPrefix), for the harnesses.
+let requestIDPrefix = HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "fuzz-0-")
