@@ -76,7 +76,8 @@ enum XMLPropertyListValidation {
                     }
                     guard let element, element != .plist, element != .key else {
                         let name = tokens.text(tag.name)
-                        throw failure(at: tag.offset, name == "key" ? "<key> outside a <dict>" : "unknown element <\(name)>")
+                        throw failure(at: tag.offset, name != "key" ? "unknown element <\(name)>"
+                            : top.element == .dict ? "<key> where <dict> expects a value" : "<key> outside a <dict>")
                     }
                     open[open.count - 1].values += 1
                     open[open.count - 1].awaitingValue = false
