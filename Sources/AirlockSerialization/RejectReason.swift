@@ -5,5 +5,6 @@ public enum RejectReason: String, Sendable {
     case invalidJSON = "invalid-json"
     case invalidXML = "invalid-xml"
     case invalidImage = "invalid-image"
+    case invalidPropertyList = "invalid-plist"
     case bodyTooLarge = "body-too-large"
 }

@@ -123,6 +123,7 @@ public struct ResponseValidationConfig: Sendable, Equatable {
         case .json: return JSONResponseValidator(base: base, removesKeysWithNullValues: removesKeysWithNullValues)
         case .xml: return XMLResponseValidator(base: base)
         case .image: return ImageResponseValidator(base: base)
+        case .plist: return PropertyListResponseValidator(base: base)
         }
     }
 

@@ -1,6 +1,6 @@
 /// Decides whether an upstream response may be relayed (AFNetworking's `AFURLResponseSerialization`).
 public protocol ResponseValidator: Sendable {
-    /// True when the whole body must be read before deciding (json, xml, image, a compound containing one).
+    /// True when the whole body must be read before deciding (json, xml, image, plist, a compound containing one).
     var needsBody: Bool { get }
 
     /// Head-only check (status + content type). For head-only validators this is the whole decision;

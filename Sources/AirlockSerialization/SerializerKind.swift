@@ -1,6 +1,6 @@
 /// The `serializer:` of a route's `response:` block.
 public enum SerializerKind: String, Sendable, CaseIterable {
-    case http, json, xml, image, compound
+    case http, json, xml, image, plist, compound
 
     /// The content types the serializer accepts when the route names none; nil accepts any.
     public var defaultContentTypes: Set<String>? {
@@ -9,6 +9,7 @@ public enum SerializerKind: String, Sendable, CaseIterable {
         case .json: JSONResponseValidator.defaultContentTypes
         case .xml: XMLResponseValidator.defaultContentTypes
         case .image: ImageResponseValidator.defaultContentTypes
+        case .plist: PropertyListResponseValidator.defaultContentTypes
         }
     }
 }

@@ -6,7 +6,7 @@ import AirlockWire
 /// A class so that it can hold another `ValidationError` as `underlying`.
 public final class ValidationError: Error, Sendable, CustomStringConvertible {
     public let reason: RejectReason
-    /// -1011 status, -1016 content type, -1017 cannot decode (json/xml/image), -1103 body too large.
+    /// -1011 status, -1016 content type, -1017 cannot decode (json/xml/image/plist), -1103 body too large.
     public let code: Int
     public let message: String
     public let underlying: ValidationError?
@@ -58,6 +58,12 @@ public final class ValidationError: Error, Sendable, CustomStringConvertible {
         ValidationError(
             reason: .invalidXML, code: cannotParseResponseCode,
             message: "Response body is not well-formed XML: \(detail)", failingURL: url)
+    }
+
+    public static func invalidPropertyList(_ detail: String, url: String?) -> ValidationError {
+        ValidationError(
+            reason: .invalidPropertyList, code: cannotParseResponseCode,
+            message: "Response body is not a valid property list: \(detail)", failingURL: url)
     }
 
     public static func invalidImage(url: String?) -> ValidationError {

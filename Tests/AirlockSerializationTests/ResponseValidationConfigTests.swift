@@ -152,7 +152,7 @@ final class ResponseValidationConfigTests: XCTestCase {
     }
 
     func testRawValuesMatchTheConfigSpelling() {
-        XCTAssertEqual(SerializerKind.allCases.map(\.rawValue), ["http", "json", "xml", "image", "compound"])
+        XCTAssertEqual(SerializerKind.allCases.map(\.rawValue), ["http", "json", "xml", "image", "plist", "compound"])
         XCTAssertEqual(ValidationMode(rawValue: "report-only"), .reportOnly)
         XCTAssertEqual(ValidationMode(rawValue: "enforce"), .enforce)
     }

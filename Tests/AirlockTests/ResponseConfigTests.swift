@@ -54,6 +54,19 @@ final class ResponseConfigTests: XCTestCase {
         XCTAssertEqual(config.routes[1].response?.serializers, [.image, .json])
     }
 
+    func testPlistLoadsAloneAndInACompound() throws {
+        let alone = try AirlockConfig.load(yaml: routeYAML(response: "serializer: plist"))
+        XCTAssertEqual(alone.routes[1].response?.serializer, .plist)
+        XCTAssertNil(alone.routes[1].response?.acceptableContentTypes, "application/x-plist by default")
+        XCTAssertEqual(alone.routes[1].validator?.needsBody, true)
+        let narrowed = try AirlockConfig.load(yaml: routeYAML(response: "serializer: plist\nacceptable_content_types: [application/xml]"))
+        XCTAssertEqual(narrowed.routes[1].response?.acceptableContentTypes, ["application/xml"])
+        let compound = try AirlockConfig.load(yaml: routeYAML(response: "serializer: compound\nserializers: [plist, json]"))
+        XCTAssertEqual(compound.routes[1].response?.serializers, [.plist, .json])
+        assertSingleIssue(routeYAML(response: "serializer: bplist"), at: "routes[1].response.serializer",
+                          contains: "expected one of http, json, xml, image, plist, compound")
+    }
+
     func testErrorsNameTheFullKeyPath() {
         let cases: [(String, String, String)] = [
             ("serializer: yaml", "routes[1].response.serializer", "expected one of http, json"),
