@@ -105,5 +105,7 @@ func percentDecoded(_ text: String) -> String? {
         out.append(value)
         bytes = bytes.dropFirst(2)
     }
-    return String(validating: out, as: UTF8.self)
+    // (String(validating:as:) needs macOS 15; the package supports 14.)
+    let text = String(decoding: out, as: UTF8.self)
+    return Array(text.utf8) == out ? text : nil
 }
