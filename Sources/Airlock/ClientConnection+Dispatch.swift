@@ -33,6 +33,17 @@ extension ClientConnection: UpstreamOwner {
         worker.context.metrics.inFlight.increment()
         exchange = ex
         lifecycle.dispatched()
+        if req.framing == .chunked && stream.inputLength > 0 {
+            // Body bytes that came with the head are checked before an upstream is chosen: a
+            // chunked body already broken gets its 400 with no upstream connection at all.
+            do throws(WireError) {
+                try stream.withInput(max: stream.inputLength) { buf throws(WireError) in try ex.requestDecoder.precheck(buf) }
+            } catch {
+                ex.machine.requestBodyFailed()
+                respondError(GatewayError(wire: error), exchange: ex, requestID: id)
+                return
+            }
+        }
         if let h = route.health, h.isUnreachable {
             failExchange(Self.unreachable(h, interval: worker.context.reachability.interval))
             return

@@ -120,6 +120,22 @@ public struct BodyDecoder: Sendable {
 
     /// The peer closed. Completes a close-delimited body; a length or chunked body that is not
     /// complete → `bodyTruncated`.
+    /// Walks `buffered` (body bytes already received) with a copy of this decoder, consuming
+    /// nothing, and throws the framing error those bytes already contain. Stops at the body's
+    /// end (bytes after it belong to the next request) or where more input is needed. Lets the
+    /// gateway refuse a malformed chunked body before any upstream connection is opened.
+    public func precheck(_ buffered: UnsafeRawBufferPointer) throws(WireError) {
+        var d = self
+        var offset = 0
+        while offset < buffered.count {
+            let rest = UnsafeRawBufferPointer(rebasing: buffered[offset...])
+            switch try d.next(rest, available: rest.count) {
+            case .data(let n), .framing(let n): offset += n
+            case .end, .needMore: return
+            }
+        }
+    }
+
     public mutating func finishOnEOF() throws(WireError) {
         switch state {
         case .done:

@@ -184,4 +184,57 @@ final class BodyDecoderTests: XCTestCase {
         XCTAssertEqual(events, [.framing(3), .data(4), .framing(2), .framing(3), .end(framing: 2)])
         XCTAssertTrue(wire.isEmpty)
     }
+
+    // MARK: precheck (bytes buffered with the head, before any upstream connection)
+
+    private func precheck(_ text: String) -> String? {
+        let d = BodyDecoder(framing: .chunked)
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { buf -> String? in
+            do throws(WireError) {
+                try d.precheck(buf)
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+    }
+
+    func testPrecheckPassesWholeAndPartialBodiesAndStopsAtTheEnd() {
+        XCTAssertNil(precheck("5\r\nhello\r\n0\r\n\r\n"))
+        XCTAssertNil(precheck("5\r\nhel"), "cut short: more may come")
+        XCTAssertNil(precheck("5\r\nhello\r\n0\r\n\r\nGARBAGE that is the next request"),
+                     "bytes after the body are not the body's")
+        XCTAssertNil(precheck(""))
+    }
+
+    func testPrecheckFindsWhatTheRelayWouldFind() {
+        for text in ["zz\r\n", "fffffffffffffffffffff\r\n", "5\nhello\r\n", "5\r\nhelloXX\r\n", "5\r\nhello\r\n-1\r\n"] {
+            // The same bytes through the relay's own loop must fail with the same reason.
+            var relay = BodyDecoder(framing: .chunked)
+            let bytes = Array(text.utf8)
+            var relayReason: String?
+            bytes.withUnsafeBytes { buf in
+                var offset = 0
+                do throws(WireError) {
+                    while offset < buf.count {
+                        let rest = UnsafeRawBufferPointer(rebasing: buf[offset...])
+                        switch try relay.next(rest, available: rest.count) {
+                        case .data(let n), .framing(let n): offset += n
+                        case .end, .needMore: return
+                        }
+                    }
+                } catch {
+                    relayReason = error.reason
+                }
+            }
+            XCTAssertNotNil(relayReason, text)
+            XCTAssertEqual(precheck(text), relayReason, text)
+        }
+        // precheck never moves the decoder it is called on
+        let d = BodyDecoder(framing: .chunked)
+        Array("5\r\nhello\r\n0\r\n\r\n".utf8).withUnsafeBytes { buf in _ = try? d.precheck(buf) }
+        XCTAssertFalse(d.isComplete)
+        XCTAssertEqual(d.payloadBytes, 0)
+    }
 }
