@@ -190,7 +190,10 @@ extension ConfigReader {
         guard let fields = mapping(node, at: path, allowed: Self.authorizationKeys) else { return nil }
         switch (fields["basic"], fields["bearer_env"]) {
         case (nil, nil):
-            fail(path, "expected { basic: { username: ..., password: ... } } or { bearer_env: VARIABLE }")
+            // An unknown key (a typo of one of the two) already has its issue.
+            if !failedPaths.contains(where: { $0.hasPrefix(path + ".") }) {
+                fail(path, "expected { basic: { username: ..., password: ... } } or { bearer_env: VARIABLE }")
+            }
             return nil
         case (.some, .some):
             fail(path, "basic and bearer_env are exclusive: set one")
