@@ -24,10 +24,13 @@ final class CheckConfigCLITests: XCTestCase {
         return try XCTUnwrap(found, "airlock executable not found in \(candidates.map(\.path))")
     }
 
-    private func run(_ arguments: [String]) throws -> Outcome {
+    private func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
         let process = Process()
         process.executableURL = try airlockExecutable()
         process.arguments = arguments
+        if !extra.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -75,6 +78,39 @@ final class CheckConfigCLITests: XCTestCase {
             XCTAssertTrue(lines.contains { $0.hasPrefix(keyPath) }, "no \(keyPath) in\n\(outcome.stderr)")
         }
         XCTAssertFalse(outcome.stderr.contains("Fatal error"))
+    }
+
+    func testCheckConfigNeverPrintsRequestSecrets() throws {
+        let route = """
+            routes:
+              - name: api
+                match: { host: api.test }
+                upstream: http://127.0.0.1:9000
+                request:
+                  headers: { X-Public: shown-value, X-Key: { secret: header-secret-value } }
+                  override_headers: { X-Other: { secret: override-secret-value } }
+
+            """
+        let basic = try run(["check-config", try temporaryFile(route + """
+                  authorization: { basic: { username: basic-user-value, password: basic-password-value } }
+            """)])
+        let bearer = try run(["check-config", try temporaryFile(route + """
+                  authorization: { bearer_env: AIRLOCK_TEST_BEARER }
+            """)], environment: ["AIRLOCK_TEST_BEARER": "bearer-token-value"])
+        for outcome in [basic, bearer] {
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+            XCTAssertTrue(outcome.stdout.contains("shown-value"), outcome.stdout)
+            XCTAssertTrue(outcome.stdout.contains("# authorization: set (not shown)"), outcome.stdout)
+            for secret in ["header-secret-value", "override-secret-value", "basic-user-value", "basic-password-value",
+                           "bearer-token-value"] {
+                XCTAssertFalse(outcome.stdout.contains(secret) || outcome.stderr.contains(secret), "\(secret) printed")
+            }
+        }
+        let unset = try run(["check-config", try temporaryFile(route + """
+                  authorization: { bearer_env: AIRLOCK_TEST_UNSET_VARIABLE }
+            """)])
+        XCTAssertEqual(unset.status, 1)
+        XCTAssertTrue(unset.stderr.hasPrefix("routes[0].request.authorization.bearer_env: "), unset.stderr)
     }
 
     func testCheckConfigMissingFileExitsOne() throws {

@@ -3,14 +3,15 @@ import Yams
 
 extension AirlockConfig {
     /// Parses and validates a YAML document. Throws `ConfigError` listing every problem.
-    public static func load(yaml: String) throws -> AirlockConfig {
+    /// `environment` supplies the variables `bearer_env` names (nil: the process's).
+    public static func load(yaml: String, environment: [String: String]? = nil) throws -> AirlockConfig {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
         } catch {
             throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "invalid YAML: \(Self.yamlErrorSummary(error))")])
         }
-        var reader = ConfigReader()
+        var reader = ConfigReader(environment: environment ?? ProcessInfo.processInfo.environment)
         let config = reader.readConfig(root)
         var issues = reader.issues
         issues += config.validationIssues(skipping: reader.failedPaths)
@@ -19,7 +20,7 @@ extension AirlockConfig {
     }
 
     /// Reads and loads a YAML file. An unreadable file is a `ConfigError` too.
-    public static func load(file path: String) throws -> AirlockConfig {
+    public static func load(file path: String, environment: [String: String]? = nil) throws -> AirlockConfig {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -29,7 +30,7 @@ extension AirlockConfig {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "\(path) is not UTF-8 text")])
         }
-        return try load(yaml: text)
+        return try load(yaml: text, environment: environment)
     }
 
     /// Yams errors quote the document; keep the problem, its position and the context.

@@ -54,6 +54,7 @@ extension AirlockConfig {
                     lines.append("      ca: \(Self.yamlScalar(ca))")
                 }
             }
+            if let request = route.request { lines += Self.renderRequestYAML(request) }
             if let response = route.response { lines += Self.renderResponseYAML(response) }
         }
         return lines.joined(separator: "\n") + "\n"

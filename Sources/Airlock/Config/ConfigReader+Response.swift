@@ -155,7 +155,7 @@ extension ConfigReader {
     }
 
     /// A YAML list's items; nil and an issue for anything else.
-    private mutating func list(_ node: Node, at path: String) -> [Node]? {
+    mutating func list(_ node: Node, at path: String) -> [Node]? {
         guard case .sequence(let items) = node else {
             fail(path, "expected a list, got \(Self.kind(of: node))")
             return nil
@@ -164,7 +164,7 @@ extension ConfigReader {
     }
 
     /// A list of scalars (a single scalar counts as a list of one): `[200-299, 304]`.
-    private mutating func scalarList(_ node: Node, at path: String) -> [String]? {
+    mutating func scalarList(_ node: Node, at path: String) -> [String]? {
         if case .scalar = node {
             return scalar(node, at: path).map { [$0] }
         }

@@ -10,6 +10,8 @@ import AirlockSecurity
 struct ConfigReader {
     private(set) var issues: [ConfigError.Issue] = []
     private(set) var failedPaths: Set<String> = []
+    /// Where `bearer_env` names are looked up.
+    var environment: [String: String] = [:]
 
     static let topLevelKeys = [
         "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "admin_token", "rejects",
@@ -21,7 +23,7 @@ struct ConfigReader {
         "max_idle_per_upstream", "max_connections",
         "max_connections_per_upstream", "upstream_queue", "upstream_queue_timeout",
     ]
-    static let routeKeys = ["name", "match", "upstream", "security", "response"]
+    static let routeKeys = ["name", "match", "upstream", "security", "request", "response"]
     static let matchKeys = ["host", "path_prefix"]
     /// Route keys later releases will give a meaning; refused until then.
     static let reservedRouteKeys: Set<String> = []
@@ -150,6 +152,9 @@ struct ConfigReader {
             } else {
                 failedPaths.insert(path + ".security")
             }
+        }
+        if let node = fields["request"] {
+            route.request = readRequest(node, at: path + ".request")
         }
         if let node = fields["response"] {
             route.response = readResponse(node, at: path + ".response")

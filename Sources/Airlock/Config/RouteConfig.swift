@@ -10,6 +10,9 @@ public struct RouteConfig: Sendable, Equatable {
     public var upstream: Upstream
     /// Trust for TLS upstreams (https fixed upstreams, absolute https:// requests on origin routes).
     public var security: RouteSecurity
+    /// The `request:` block (issue #13); nil sends requests as the client wrote them. Accepted
+    /// and validated at load; the request phase applies it.
+    public var request: RequestSerializationConfig?
     /// The `response:` block; nil relays every response unchecked.
     public var response: ResponseValidationConfig? {
         didSet { validator = response?.makeValidator() }
@@ -18,12 +21,14 @@ public struct RouteConfig: Sendable, Equatable {
     private(set) var validator: (any ResponseValidator)?
 
     public init(name: String, host: HostPattern, pathPrefix: String? = nil, upstream: Upstream,
-                security: RouteSecurity = .default, response: ResponseValidationConfig? = nil) {
+                security: RouteSecurity = .default, request: RequestSerializationConfig? = nil,
+                response: ResponseValidationConfig? = nil) {
         self.name = name
         self.host = host
         self.pathPrefix = pathPrefix
         self.upstream = upstream
         self.security = security
+        self.request = request
         self.response = response
         self.validator = response?.makeValidator()
     }
@@ -38,6 +43,6 @@ public struct RouteConfig: Sendable, Equatable {
     /// The validator is derived from `response`, so it takes no part in equality.
     public static func == (a: RouteConfig, b: RouteConfig) -> Bool {
         a.name == b.name && a.host == b.host && a.pathPrefix == b.pathPrefix && a.upstream == b.upstream
-            && a.security == b.security && a.response == b.response
+            && a.security == b.security && a.request == b.request && a.response == b.response
     }
 }
