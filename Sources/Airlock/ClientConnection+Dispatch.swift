@@ -1,3 +1,4 @@
+import AirlockSerialization
 import CoreMetrics
 import AirlockIO
 import AirlockSecurity
@@ -41,6 +42,19 @@ extension ClientConnection: UpstreamOwner {
             } catch {
                 ex.machine.requestBodyFailed()
                 respondError(GatewayError(wire: error), exchange: ex, requestID: id)
+                return
+            }
+        }
+        if let s = route.requestSerializer {
+            // The request serializer's body decision, before any upstream is chosen.
+            let clientBodyEmpty = req.framing == .none || req.framing == .length(0)
+            switch s.body(method: req.method.name, clientBodyEmpty: clientBodyEmpty) {
+            case .relay: break
+            case .form(let body): ex.replacementBody = body
+            case .refuse(let why):
+                var e = GatewayError(.requestSerializationFailed, status: 400, message: why.message, source: .client)
+                e.extra = [("reason", .string(why.reason))]
+                respondError(e, exchange: ex, requestID: id)
                 return
             }
         }
@@ -200,11 +214,20 @@ extension ClientConnection: UpstreamOwner {
         guard let u = ex.upstream else { return }
         // Serialized into the worker's reusable writer, straight from the parsed model.
         worker.headWriter.reset()
-        ForwardingHeads.request(ex.request, host: ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key),
-                                framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix,
-                                into: &worker.headWriter)
+        let host = ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key)
+        if let s = ex.routeRef.requestSerializer {
+            // The request phase: the route's serializer rebuilds the head (and maybe the body).
+            ForwardingHeads.request(ex.request, serializer: s, body: ex.replacementBody, host: host,
+                                    framing: ex.requestOut, viaToken: worker.context.viaToken,
+                                    viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
+                                    idPrefix: worker.idPrefix, into: &worker.headWriter)
+        } else {
+            ForwardingHeads.request(ex.request, host: host, framing: ex.requestOut, viaToken: worker.context.viaToken,
+                                    viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
+                                    idPrefix: worker.idPrefix, into: &worker.headWriter)
+        }
         worker.headWriter.withBytes { u.send($0) }
+        if let body = ex.replacementBody, !body.isEmpty { body.withUnsafeBytes { u.send($0) } }
         ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on
         pumpRequestBody()
     }

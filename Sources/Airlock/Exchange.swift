@@ -29,6 +29,9 @@ final class Exchange {
     var requestDecoder: BodyDecoder
     var requestOut: OutFraming
     var requestBodyDone: Bool { machine.requestBodyDone }
+    /// The body the route's request serializer sends instead of the client's empty one (route
+    /// parameters as a form); nil: the client's body is relayed.
+    var replacementBody: [UInt8]?
     var bytesIn: UInt64 = 0
 
     // upstream

@@ -28,6 +28,9 @@ struct GatewayError: Error, Sendable {
         case cancelled = "cancelled"
         /// Logged only: the drain timeout passed with the exchange in flight; both sides were closed.
         case drainTimeout = "drain-timeout"
+        /// 400: the route's request serializer cannot build the request to send (its `reason`
+        /// says why); nothing reached the upstream.
+        case requestSerializationFailed = "request-serialization-failed"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }

@@ -1,3 +1,4 @@
+import AirlockSerialization
 import AirlockSession
 
 /// A configured route as the request path uses it: the `RouteConfig`, shared by reference
@@ -14,11 +15,15 @@ final class Route: Sendable {
     let metrics: RouteMetrics?
     /// The fixed upstream's reachability, shared by every worker (nil for `origin` routes).
     let health: UpstreamHealth?
+    /// The route's request serializer (its `request:` block), built once; nil: the canonical
+    /// re-encoding alone.
+    let requestSerializer: HTTPRequestSerializer?
 
     init(_ config: RouteConfig, metrics: RouteMetrics? = nil, health: UpstreamHealth? = nil) {
         self.config = config
         self.metrics = metrics
         self.health = health
+        self.requestSerializer = config.request.map(HTTPRequestSerializer.init(config:))
         switch config.upstream {
         case .fixed(let t):
             fixedKey = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,

@@ -13,6 +13,9 @@ public struct RequestSerializationError: Error, Sendable, Equatable, CustomStrin
         case formTooDeep = "form-too-deep"
         /// More `key=value` pairs than the limit.
         case formTooManyPairs = "form-too-many-pairs"
+        /// Route parameters for the body of a request that has a body of its own: merging them
+        /// needs the whole client body first, which is not built yet.
+        case clientBodyWithParameters = "client-body-with-parameters"
     }
 
     private let code: Code
@@ -23,7 +26,14 @@ public struct RequestSerializationError: Error, Sendable, Equatable, CustomStrin
         self.message = message
     }
 
-    /// `invalid-form-body`, `conflicting-form-keys`, `form-too-deep` or `form-too-many-pairs`.
+    /// A route's body parameters and a client body, which cannot be merged yet.
+    public static func clientBodyWithParameters(method: String) -> RequestSerializationError {
+        RequestSerializationError(.clientBodyWithParameters,
+                                  "this route puts its parameters in the body of a \(method) request, and merging them into a body the client sent is not supported yet")
+    }
+
+    /// `invalid-form-body`, `conflicting-form-keys`, `form-too-deep`, `form-too-many-pairs` or
+    /// `client-body-with-parameters`.
     public var reason: String { code.rawValue }
 
     public var description: String { "\(reason): \(message)" }
