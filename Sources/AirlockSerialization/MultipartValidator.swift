@@ -21,6 +21,7 @@
 /// bytes they were.
 ///
 /// The verdict is sticky: once `.complete` or `.invalid`, later feeds return it again and read nothing.
+/// See `holdback` for what the relay may forward before the verdict is `.complete`.
 public struct MultipartValidator: Sendable {
     public struct Limits: Sendable, Equatable {
         /// Most parts a body may hold.
@@ -122,6 +123,36 @@ public struct MultipartValidator: Sendable {
         }
         return verdict
     }
+
+    /// How many of the last bytes fed the relay must not forward yet. The rule for the relay:
+    /// feed each chunk first, then
+    /// - `.needMore`: forward everything fed except the last `holdback` bytes (`forwardable` in
+    ///   all); this count never decreases from one feed to the next;
+    /// - `.complete`: forward the rest (`holdback` is 0), and later chunks as they come;
+    /// - `.invalid`: forward nothing more and abort the upstream request (`holdback` is every
+    ///   byte fed, so `forwardable` is 0).
+    ///
+    /// While `.needMore`, the bytes held back are those of a delimiter that may be the close
+    /// delimiter (`CRLF--boundary`, then its first `-`), and at least one byte. So no byte of the
+    /// close delimiter goes upstream before the validator says `.complete`, and a truncated body
+    /// never reaches the upstream whole: at `finish()` its last byte at least is still held.
+    public var holdback: Int {
+        let pending: Int
+        switch state {
+        case .complete: return 0
+        case .invalid: return fed
+        case .content: pending = max(1, matched)
+        case .delimiter: pending = delimiter.count
+        case .closeDash: pending = delimiter.count + 1
+        default: pending = 1
+        }
+        // At the body's start `matched` counts the CRLF it lets the first delimiter do without.
+        return min(fed, pending)
+    }
+
+    /// How many bytes, from the body's first, the relay may have forwarded by now: everything
+    /// fed but the `holdback`.
+    public var forwardable: Int { fed - holdback }
 
     /// In `.content`: matches `delimiter` from `i`, skipping to the next CR while nothing is
     /// matched. Returns where it stopped: the end of `bytes`, or just after a whole delimiter.

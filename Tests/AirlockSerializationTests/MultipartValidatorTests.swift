@@ -214,6 +214,60 @@ final class MultipartValidatorTests: XCTestCase {
         XCTAssertEqual(broken.finish(), .invalid(error))
     }
 
+    // MARK: - Holdback
+
+    /// The relay forwards `forwardable` bytes while the verdict is `.needMore`: never a byte of the
+    /// close delimiter `CRLF--boundary--`, at most boundary + 5 bytes held, never taking back.
+    func testHoldbackKeepsTheCloseDelimiterUntilComplete() {
+        let bodies: [[UInt8]] = [
+            Self.field("a", "hello") + close,
+            Self.field("a", "1\r") + Self.field("b", "") + close + bytes("\r\nepilogue"),
+            bytes("preamble\r\n") + Self.field("a", "x--\(Self.b)\r\n--XyZ-b0undar\r") + close + bytes("--\r\n"),
+            bytes("--\(Self.b) \t\r\nContent-Disposition: form-data; name=a\r\n\r\n\r\n--\(Self.b)--\r\n"),
+            close,
+        ]
+        for body in bodies {
+            let closeStart = Self.closeDelimiterStart(body)
+            for chunks in MultipartFeeding.all(body.count) {
+                let run = MultipartFeeding.relay(body, chunks, contentType: Self.contentType, limits: .init())
+                guard run.verdict == .complete, run.forwardedBeforeComplete <= closeStart, run.forwarded == body.count,
+                    run.maxHoldback <= Self.b.utf8.count + 5, !run.forwardableDecreased
+                else {
+                    XCTFail("chunks \(chunks) of \(body.count), close at \(closeStart): \(run)")
+                    break
+                }
+            }
+        }
+    }
+
+    /// A body that ends without its close delimiter never reaches the upstream whole, so that the
+    /// relay can abort it at `finish()`.
+    func testHoldbackKeepsATruncatedBodyShortOfItsEnd() {
+        let bodies = [
+            Self.field("a", "hello"), Self.field("a", "1") + bytes("--\(Self.b)-"),
+            Self.field("a", "1") + bytes("--\(Self.b)"), Self.field("a", "1") + bytes("--\(Self.b) \r"),
+            bytes("preamble"), bytes("--\(Self.b)\r\nContent-Disposition: form-data; name=a\r\n"),
+        ]
+        for body in bodies {
+            for chunks in MultipartFeeding.all(body.count) {
+                let run = MultipartFeeding.relay(body, chunks, contentType: Self.contentType, limits: .init())
+                guard case .invalid(let error) = run.verdict, error.reason == "multipart-truncated",
+                    run.forwarded < body.count, !run.forwardableDecreased
+                else {
+                    XCTFail("chunks \(chunks) of \(body.count): \(run)")
+                    break
+                }
+            }
+        }
+    }
+
+    /// Where `CRLF--boundary--` starts (0 when the body starts with `--boundary--`).
+    private static func closeDelimiterStart(_ body: [UInt8]) -> Int {
+        let close = bytes("\r\n--\(b)--")
+        if body.starts(with: close.dropFirst(2)) { return 0 }
+        return (0...(body.count - close.count)).first { body[$0..<$0 + close.count].elementsEqual(close) }!
+    }
+
     // MARK: - Support
 
     private var close: [UInt8] { bytes("--\(Self.b)--") }
@@ -257,10 +311,18 @@ final class MultipartValidatorTests: XCTestCase {
     }
 }
 
-/// Feeds a body chunk by chunk, then finishes it unless the verdict is already final.
+/// Feeds a body as the relay would: chunk by chunk, forwarding what `forwardable` allows.
 enum MultipartFeeding {
     struct Run {
         var verdict: MultipartValidator.Verdict
+        /// The most bytes forwarded while the verdict was `.needMore`.
+        var forwardedBeforeComplete = 0
+        /// Bytes forwarded in all (everything for a complete body).
+        var forwarded = 0
+        /// Whether `forwardable` ever went down while the verdict was not invalid.
+        var forwardableDecreased = false
+        /// The largest `holdback` seen while the verdict was `.needMore`.
+        var maxHoldback = 0
     }
 
     /// Chunk sizes: whole, split in two at every position (1..<count), one byte at a time.
@@ -283,9 +345,22 @@ enum MultipartFeeding {
         for size in chunks {
             run.verdict = body[offset..<offset + size].withUnsafeBytes { validator.feed($0) }
             offset += size
-            if case .invalid = run.verdict { return run }
+            if !forward(&run, validator) { return run }
         }
         run.verdict = validator.finish()
+        _ = forward(&run, validator)
         return run
+    }
+
+    /// Forwards what the validator allows; false once the relay must stop (invalid).
+    private static func forward(_ run: inout Run, _ validator: MultipartValidator) -> Bool {
+        if case .invalid = run.verdict { return false }
+        if validator.forwardable < run.forwarded { run.forwardableDecreased = true }
+        run.forwarded = max(run.forwarded, validator.forwardable)
+        if run.verdict == .needMore {
+            run.forwardedBeforeComplete = run.forwarded
+            run.maxHoldback = max(run.maxHoldback, validator.holdback)
+        }
+        return true
     }
 }
