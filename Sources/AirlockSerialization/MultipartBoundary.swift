@@ -39,9 +39,7 @@ public struct MultipartBoundary: Sendable, Equatable, CustomStringConvertible {
         var i = 0
         while i < contentType.count && MultipartSyntax.isWhitespace(contentType[i]) { i += 1 }
         let start = i
-        while i < contentType.count && (MultipartSyntax.isTchar(contentType[i]) || contentType[i] == MultipartSyntax.slash) {
-            i += 1
-        }
+        while i < contentType.count && MultipartSyntax.isMediaTypeByte(contentType[i]) { i += 1 }
         let item = start..<i
         while i < contentType.count && MultipartSyntax.isWhitespace(contentType[i]) { i += 1 }
         guard i == contentType.count || contentType[i] == MultipartSyntax.semicolon else { return false }

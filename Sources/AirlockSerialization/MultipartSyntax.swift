@@ -41,6 +41,10 @@ enum MultipartSyntax {
         }
     }
 
+    /// A byte of `type/subtype`: a tchar or `/`.
+    @inline(__always)
+    static func isMediaTypeByte(_ b: UInt8) -> Bool { isTchar(b) || b == slash }
+
     /// A control byte that may not appear in a field value (everything below SP but HTAB, and DEL).
     @inline(__always)
     static func isControl(_ b: UInt8) -> Bool { (b < sp && b != htab) || b == 0x7F }
@@ -63,13 +67,12 @@ enum MultipartSyntax {
 
         /// The value of the first parameter called `lowercase` (case-insensitive), and whether
         /// another parameter has the same name.
-        func parameter(_ lowercase: StaticString, in bytes: UnsafeRawBufferPointer) -> (value: [UInt8], repeated: Bool)? {
-            var found: [UInt8]?
-            for p in parameters where equalsIgnoringCase(bytes, p.name, lowercase) {
-                if found != nil { return (found!, true) }
-                found = p.value
-            }
-            return found.map { ($0, false) }
+        func parameter(_ lowercase: StaticString, in bytes: UnsafeRawBufferPointer)
+            -> (value: [UInt8], repeated: Bool)?
+        {
+            let named = parameters.lazy.filter { equalsIgnoringCase(bytes, $0.name, lowercase) }
+            guard let first = named.first else { return nil }
+            return (first.value, named.dropFirst().first != nil)
         }
     }
 
@@ -81,7 +84,7 @@ enum MultipartSyntax {
         var i = 0
         skipWhitespace(bytes, &i)
         let itemStart = i
-        while i < n && (isTchar(bytes[i]) || bytes[i] == slash) { i += 1 }
+        while i < n && isMediaTypeByte(bytes[i]) { i += 1 }
         guard i > itemStart else { return nil }
         var result = Parameterized(item: itemStart..<i, parameters: [])
         skipWhitespace(bytes, &i)

@@ -300,7 +300,9 @@ public struct MultipartValidator: Sendable {
     /// Advances the case-insensitive match of the header name against `content-disposition`.
     private mutating func matchName(_ b: UInt8) {
         let name = Self.dispositionName
-        if nameMatched >= 0 && nameMatched < name.utf8CodeUnitCount && MultipartSyntax.lower(b) == name.utf8Start[nameMatched] {
+        if nameMatched >= 0 && nameMatched < name.utf8CodeUnitCount
+            && MultipartSyntax.lower(b) == name.utf8Start[nameMatched]
+        {
             nameMatched += 1
         } else {
             nameMatched = -1
