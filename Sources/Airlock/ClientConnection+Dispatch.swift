@@ -50,11 +50,10 @@ extension ClientConnection: UpstreamOwner {
             let clientBodyEmpty = req.framing == .none || req.framing == .length(0)
             switch s.body(method: req.method.name, clientBodyEmpty: clientBodyEmpty) {
             case .relay: break
-            case .form(let body): ex.replacementBody = body
+            case .replace(let body): ex.replacementBody = body
+            case .collect: ex.collected = []   // read whole before an upstream is chosen
             case .refuse(let why):
-                var e = GatewayError(.requestSerializationFailed, status: 400, message: why.message, source: .client)
-                e.extra = [("reason", .string(why.reason))]
-                respondError(e, exchange: ex, requestID: id)
+                serializationRefused(ex, why)
                 return
             }
         }
@@ -67,7 +66,68 @@ extension ClientConnection: UpstreamOwner {
             stream.write(Self.continueResponse)
         }
         post(.resumed, ex)
+        if ex.collected != nil {
+            collectRequestBody(ex)   // connects once the body is whole and rebuilt
+            return
+        }
         // Hold the client's body until the upstream is ready for it.
+        connectUpstream(ex)
+    }
+
+    /// 400 request-serialization-failed: the route's serializer cannot build the request;
+    /// nothing reached the upstream.
+    func serializationRefused(_ ex: Exchange, _ why: RequestSerializationError) {
+        var e = GatewayError(.requestSerializationFailed, status: 400, message: why.message, source: .client)
+        e.extra = [("reason", .string(why.reason))]
+        respondError(e, exchange: ex, requestID: ex.id)
+    }
+
+    /// Reads the client's body whole (bounded by `limits.body_bytes`) for a serializer that
+    /// rebuilds it, then connects with the rebuilt body. Called again as more arrives.
+    func collectRequestBody(_ ex: Exchange) {
+        guard let s = ex.routeRef.requestSerializer, var body = ex.collected else { return }
+        ex.collected = nil
+        do throws(WireError) {
+            while !ex.requestDecoder.isComplete {
+                let available = stream.inputLength
+                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
+                    try ex.requestDecoder.next(buf, available: available)
+                }
+                switch event {
+                case .data(let n):
+                    guard body.count + n <= limits.bodyBytes else {
+                        ex.machine.requestBodyFailed()
+                        respondError(GatewayError(.bodyTooLarge, status: 413,
+                                                  message: "request body exceeds the limit of \(limits.bodyBytes)",
+                                                  source: .client, mustClose: true), exchange: ex, requestID: ex.id)
+                        return
+                    }
+                    stream.withInput(max: n) { body.append(contentsOf: $0) }
+                    stream.drainInput(n)
+                    ex.bytesIn += UInt64(n)
+                case .framing(let n), .end(let n):
+                    stream.drainInput(n)
+                case .needMore:
+                    ex.collected = body
+                    if lifecycle.input == .halfClosed {
+                        perform(ex.machine.requestBodyCutOff(), ex, event: .eof)   // it will never be whole
+                    }
+                    return
+                }
+            }
+        } catch {
+            ex.machine.requestBodyFailed()
+            respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
+            return
+        }
+        ex.machine.requestBodyBuffered()
+        switch s.transform(collected: body, clientContentType: ex.request.headers.first(.contentType), method: ex.request.method.name) {
+        case .replace(let r): ex.replacementBody = r
+        case .relay, .collect: ex.replacementBody = .init(body, contentType: "application/octet-stream", replacesClientType: false)
+        case .refuse(let why):
+            serializationRefused(ex, why)
+            return
+        }
         connectUpstream(ex)
     }
 
@@ -227,7 +287,7 @@ extension ClientConnection: UpstreamOwner {
                                     idPrefix: worker.idPrefix, into: &worker.headWriter)
         }
         worker.headWriter.withBytes { u.send($0) }
-        if let body = ex.replacementBody, !body.isEmpty { body.withUnsafeBytes { u.send($0) } }
+        if let body = ex.replacementBody, !body.bytes.isEmpty { body.bytes.withUnsafeBytes { u.send($0) } }
         ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on
         pumpRequestBody()
     }

@@ -257,7 +257,11 @@ extension ClientConnection {
             lifecycle.inputClosed()
         case .relayBufferedBody:
             lifecycle.inputClosed()
-            pumpRequestBody()   // decides now, or once the upstream is ready
+            if ex.collected != nil {
+                collectRequestBody(ex)   // completes it, or finds it cut off
+            } else {
+                pumpRequestBody()   // decides now, or once the upstream is ready
+            }
         case .abort:
             clientAborted(event)
         default:

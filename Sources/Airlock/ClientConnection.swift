@@ -85,7 +85,12 @@ final class ClientConnection: StreamDelegate {
     func streamReadable(_ s: Stream) {
         switch phase {
         case .awaitingHead, .pausedForOutput: readHead()
-        case .forwarding: pumpRequestBody()
+        case .forwarding:
+            if let ex = exchange, ex.collected != nil {
+                collectRequestBody(ex)
+            } else {
+                pumpRequestBody()
+            }
         case .closed: break
         }
     }

@@ -1,3 +1,4 @@
+import AirlockSerialization
 import AirlockIO
 import AirlockSession
 import AirlockWire
@@ -29,9 +30,12 @@ final class Exchange {
     var requestDecoder: BodyDecoder
     var requestOut: OutFraming
     var requestBodyDone: Bool { machine.requestBodyDone }
-    /// The body the route's request serializer sends instead of the client's empty one (route
-    /// parameters as a form); nil: the client's body is relayed.
-    var replacementBody: [UInt8]?
+    /// The body the route's request serializer sends instead of the client's; nil: the
+    /// client's body (or none) is relayed.
+    var replacementBody: HTTPRequestSerializer.Replacement?
+    /// The client's body so far, while the gateway reads it whole before choosing an upstream
+    /// (a serializer that rebuilds it); nil otherwise.
+    var collected: [UInt8]?
     var bytesIn: UInt64 = 0
 
     // upstream

@@ -9,7 +9,7 @@ extension ForwardingHeads {
     /// `body`: a form body that replaces the client's empty one (`HTTPRequestSerializer.body`);
     /// it goes out with `Content-Length` and, unless a field already names one, the form
     /// `Content-Type`. The caller writes its bytes after the head.
-    static func request(_ req: RequestHead, serializer s: HTTPRequestSerializer, body: [UInt8]?, host: String,
+    static func request(_ req: RequestHead, serializer s: HTTPRequestSerializer, body: HTTPRequestSerializer.Replacement?, host: String,
                         framing: OutFraming, viaToken: String, viaToken11: String, idSerial: UInt64,
                         clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         let target = upstreamTarget(req.target)
@@ -25,6 +25,7 @@ extension ForwardingHeads {
             if HopByHop.isHopByHop(req.headers, at: i, connectionTokens: tokens) { continue }
             let name = HTTPRequestSerializer.lowercased(req.headers.name(at: i))
             if s.drops(name) { continue }
+            if name == "content-type", let body, body.replacesClientType { continue }
             sent.insert(name)
             w.field(from: req.headers, at: i)
         }
@@ -34,9 +35,9 @@ extension ForwardingHeads {
         RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         if let body {
             if !sent.contains("content-type") && !added.contains(where: { HTTPRequestSerializer.lowercased($0.name) == "content-type" }) {
-                w.field("Content-Type", value: "application/x-www-form-urlencoded")
+                w.field("Content-Type", value: body.contentType)
             }
-            w.field("Content-Length", decimal: UInt64(body.count))
+            w.field("Content-Length", decimal: UInt64(body.bytes.count))
         } else {
             switch (framing, req.framing) {
             case (.length, .length(let n)): w.field("Content-Length", decimal: n)

@@ -57,25 +57,110 @@ public struct HTTPRequestSerializer: Sendable, Equatable {
         return target + (target.utf8.contains(UInt8(ascii: "?")) ? "&" : "?") + query
     }
 
-    /// What becomes of the body of a request with `method`.
+    /// What becomes of the body of a request with `method`, decided from the head alone.
+    /// `http`: parameters of a body method are a form body (merged into the client's form
+    /// body, which is collected first). `json` / `plist`: the parameters (and a form body the
+    /// client sent) become a JSON object / XML property list. `passthrough`: never touched.
     public func body(method: String, clientBodyEmpty: Bool) -> Body {
         if parametersInURI(method) { return .relay }
-        if clientBodyEmpty { return .form(Array(query.utf8)) }
-        // Merging route parameters into a body the client sent needs the whole body first: not
-        // built yet. With no route parameters the client's body is relayed as it is.
-        return query.isEmpty ? .relay : .refuse(.clientBodyWithParameters(method: method))
+        switch config.serializer {
+        case .passthrough:
+            return .relay
+        case .http:
+            if clientBodyEmpty { return .replace(Replacement(Array(query.utf8), contentType: Self.formType, replacesClientType: false)) }
+            return query.isEmpty ? .relay : .collect
+        case .json, .plist:
+            if !clientBodyEmpty { return .collect }
+            if config.parameters.isEmpty { return .relay }
+            return .replace(Replacement(encode(config.parameters), contentType: bodyType, replacesClientType: true))
+        }
+    }
+
+    /// The body to send once a collected client body is whole. `clientContentType`: the
+    /// client's `Content-Type` value, if any.
+    public func transform(collected: [UInt8], clientContentType: String?, method: String) -> Body {
+        let isForm = clientContentType.map { Self.mediaType($0) == Self.formType } ?? false
+        switch config.serializer {
+        case .passthrough:
+            return .relay
+        case .http:
+            guard isForm else { return .refuse(.unmergeableBody(method: method, expected: Self.formType)) }
+            do throws(RequestSerializationError) {
+                let merged = ParameterValue.merge(client: try FormURLEncodedParsing.parse(collected), route: config.parameters)
+                return .replace(Replacement(Array(QueryStringEncoding.encode(merged).utf8), contentType: Self.formType,
+                                            replacesClientType: false))
+            } catch {
+                return .refuse(error)
+            }
+        case .json, .plist:
+            if isForm {
+                do throws(RequestSerializationError) {
+                    let merged = ParameterValue.merge(client: try FormURLEncodedParsing.parse(collected), route: config.parameters)
+                    return .replace(Replacement(encode(merged), contentType: bodyType, replacesClientType: true))
+                } catch {
+                    return .refuse(error)
+                }
+            }
+            // Already in the route's own format and nothing to add: it goes up as it came.
+            if config.parameters.isEmpty, let t = clientContentType, Self.mediaType(t) == bodyType {
+                return .replace(Replacement(collected, contentType: bodyType, replacesClientType: true))
+            }
+            return .refuse(.unmergeableBody(method: method, expected: Self.formType))
+        }
     }
 
     public enum Body: Sendable, Equatable {
         /// The client's body (or none) goes up as it is.
         case relay
-        /// This form-urlencoded body replaces the client's empty one.
-        case form([UInt8])
+        /// Read the client's whole body first, then ask `transform`.
+        case collect
+        /// This body replaces the client's.
+        case replace(Replacement)
         /// The request cannot be serialized: 400 request-serialization-failed.
         case refuse(RequestSerializationError)
     }
 
+    /// A body the serializer sends instead of the client's, with `Content-Length`;
+    /// `contentType` is sent when no field names one, or always (the client's left out) when
+    /// `replacesClientType`.
+    public struct Replacement: Sendable, Equatable {
+        public let bytes: [UInt8]
+        public let contentType: String
+        public let replacesClientType: Bool
+
+        public init(_ bytes: [UInt8], contentType: String, replacesClientType: Bool) {
+            self.bytes = bytes
+            self.contentType = contentType
+            self.replacesClientType = replacesClientType
+        }
+    }
+
+    static let formType = "application/x-www-form-urlencoded"
+
+    /// The `Content-Type` of a `json` / `plist` body (AFJSONRequestSerializer,
+    /// AFPropertyListRequestSerializer).
+    var bodyType: String { config.serializer == .plist ? "application/x-plist" : "application/json" }
+
+    func encode(_ parameters: RequestParameters) -> [UInt8] {
+        config.serializer == .plist ? PropertyListXMLEncoding.encode(parameters) : ParameterJSONEncoding.encode(parameters)
+    }
+
+    /// A `Content-Type` value's media type, lowercased, without parameters or spaces.
+    static func mediaType(_ value: String) -> String {
+        let head = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return lowercased(String(head).trimmingSpaces)
+    }
+
     public static func lowercased(_ s: String) -> String {
         String(decoding: s.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var u = Substring(self)
+        while let f = u.first, f == " " || f == "\t" { u = u.dropFirst() }
+        while let l = u.last, l == " " || l == "\t" { u = u.dropLast() }
+        return String(u)
     }
 }

@@ -13,9 +13,8 @@ public struct RequestSerializationError: Error, Sendable, Equatable, CustomStrin
         case formTooDeep = "form-too-deep"
         /// More `key=value` pairs than the limit.
         case formTooManyPairs = "form-too-many-pairs"
-        /// Route parameters for the body of a request that has a body of its own: merging them
-        /// needs the whole client body first, which is not built yet.
-        case clientBodyWithParameters = "client-body-with-parameters"
+        /// A client body the route's serializer cannot merge its parameters into (not a form).
+        case unmergeableBody = "unmergeable-body"
     }
 
     private let code: Code
@@ -26,14 +25,14 @@ public struct RequestSerializationError: Error, Sendable, Equatable, CustomStrin
         self.message = message
     }
 
-    /// A route's body parameters and a client body, which cannot be merged yet.
-    public static func clientBodyWithParameters(method: String) -> RequestSerializationError {
-        RequestSerializationError(.clientBodyWithParameters,
-                                  "this route puts its parameters in the body of a \(method) request, and merging them into a body the client sent is not supported yet")
+    /// A client body that is not a form where the route's serializer needs one.
+    public static func unmergeableBody(method: String, expected: String) -> RequestSerializationError {
+        RequestSerializationError(.unmergeableBody,
+                                  "this route rebuilds the body of a \(method) request from its parameters and needs the client's body as \(expected)")
     }
 
     /// `invalid-form-body`, `conflicting-form-keys`, `form-too-deep`, `form-too-many-pairs` or
-    /// `client-body-with-parameters`.
+    /// `unmergeable-body`.
     public var reason: String { code.rawValue }
 
     public var description: String { "\(reason): \(message)" }

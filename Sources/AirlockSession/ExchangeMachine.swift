@@ -138,6 +138,12 @@ public struct ExchangeMachine: Sendable, Equatable {
         if request == .streamingBody { request = .complete }
     }
 
+    /// The gateway read the client's whole body itself (a request serializer rebuilds it):
+    /// nothing of it streams; the rebuilt body goes up with the head.
+    public mutating func requestBodyBuffered() {
+        if request == .bodyPending { request = .complete }
+    }
+
     /// The client's body was malformed: nothing more goes upstream.
     public mutating func requestBodyFailed() {
         request = .failed

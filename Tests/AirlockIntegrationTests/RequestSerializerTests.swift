@@ -100,16 +100,20 @@ final class RequestSerializerTests: XCTestCase {
         XCTAssertEqual(empty.header("Content-Length"), "0")
     }
 
-    func testABodyTheClientSentIsNotMergedYetButRefusedWithNothingUpstream() throws {
-        let (o, a) = try start("parameters: { key: value }")
-        try send(a, o, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 3\r\n\r\na=b",
-                 status: 400)
-        XCTAssertEqual(o.acceptedConnections, 0)
+    func testAClientFormBodyIsMergedWithTheRouteParameters() throws {
+        let (o, a) = try start("parameters: { key: value, a: route }")
+        let got = try XCTUnwrap(send(a, o, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 13\r\n\r\na=b&z%5B%5D=1"))
+        XCTAssertEqual(got.bodyString, "a=route&key=value&z%5B%5D=1", "the route wins a shared key; sorted as AF")
+        XCTAssertEqual(got.header("Content-Length"), "27")
+        // A body that is not a form cannot take the parameters: 400, nothing upstream.
+        let before = o.acceptedConnections
+        try send(a, o, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", status: 400)
+        XCTAssertEqual(o.acceptedConnections, before)
         // With no route parameters the client's body goes up untouched.
         let (o2, a2) = try restart("headers: { X-A: b }")
-        let got = try XCTUnwrap(send(a2, o2, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}"))
-        XCTAssertEqual(got.bodyString, "{\"a\":1}")
-        XCTAssertEqual(got.header("Content-Type"), "application/json")
+        let untouched = try XCTUnwrap(send(a2, o2, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}"))
+        XCTAssertEqual(untouched.bodyString, "{\"a\":1}")
+        XCTAssertEqual(untouched.header("Content-Type"), "application/json")
     }
 
     func testDefaultHeadersOverridesRemovalsAndBasicAuth() throws {
@@ -136,6 +140,64 @@ final class RequestSerializerTests: XCTestCase {
         let got = try XCTUnwrap(send(a, o, "POST /p HTTP/1.1\r\nHost: a\r\nContent-Type: application/octet-stream\r\nContent-Length: 4\r\n\r\n\u{1}\u{2}\u{3}\u{4}"))
         XCTAssertEqual(got.target, "/p?k=v")
         XCTAssertEqual(got.body, [1, 2, 3, 4])
+    }
+
+    func testJSONTurnsAFormBodyIntoAJSONObject() throws {
+        let (o, a) = try start("serializer: json\nparameters: { api_key: k }")
+        let form = "a%5Bb%5D=1&list%5B%5D=1&list%5B%5D=2&name=J+Doe"
+        let got = try XCTUnwrap(send(a, o, "POST /j HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)"))
+        XCTAssertEqual(got.headers(named: "Content-Type"), ["application/json"])
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(got.body)) as? NSDictionary)
+        XCTAssertEqual(object, ["a": ["b": "1"], "list": ["1", "2"], "name": "J Doe", "api_key": "k"] as NSDictionary)
+        // Chunked, and with Expect: 100-continue: read whole, then rebuilt.
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send("POST /j HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nx=1\r\n4\r\n&y=2\r\n0\r\n\r\n")
+        XCTAssertEqual(try c.readResponse(timeout: 10).status, 200)
+        let chunked = try XCTUnwrap(o.requests.last)
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: Data(chunked.body)) as? NSDictionary,
+                       ["x": "1", "y": "2", "api_key": "k"] as NSDictionary)
+        XCTAssertEqual(chunked.header("Content-Length"), String(chunked.body.count))
+        // GET keeps its parameters in the query.
+        XCTAssertEqual(try XCTUnwrap(send(a, o, "GET /j HTTP/1.1\r\nHost: a\r\n\r\n")).target, "/j?api_key=k")
+    }
+
+    func testAnInvalidFormBodyOnAJSONRouteIs400AndTheOriginSeesNoConnection() throws {
+        let (o, a) = try start("serializer: json")
+        for body in ["a=%zz", "a=1&a%5Bb%5D=2", "%FF=1"] {
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            try c.send("POST /j HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let r = try c.readResponse(timeout: 10)
+            XCTAssertEqual(r.status, 400, body)
+            let json = try JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]
+            XCTAssertEqual(json?["error"] as? String, "request-serialization-failed", body)
+            XCTAssertNotNil(json?["reason"] as? String, body)
+            XCTAssertNotNil(json?["request_id"] as? String, body)
+        }
+        XCTAssertEqual(o.acceptedConnections, 0)
+    }
+
+    func testPlistProducesAPropertyListPythonReadsBack() throws {
+        try Requirement.tool("/usr/bin/python3")
+        let (o, a) = try start("serializer: plist\nparameters: { filter: { state: open, tags: [a, b] } }")
+        let form = "q=caf%C3%A9+%3C%26%3E"
+        let got = try XCTUnwrap(send(a, o, "PUT /p HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)"))
+        XCTAssertEqual(got.headers(named: "Content-Type"), ["application/x-plist"])
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("airlock-plist-\(getpid()).plist")
+        try Data(got.body).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", "import plistlib,json,sys; print(json.dumps(plistlib.load(open(sys.argv[1],'rb')), sort_keys=True))", file.path]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(text.trimmingCharacters(in: .whitespacesAndNewlines),
+                       #"{"filter": {"state": "open", "tags": ["a", "b"]}, "q": "caf\u00e9 <&>"}"#)
     }
 
     private func restart(_ block: String) throws -> (TestOrigin, AirlockProcess) {

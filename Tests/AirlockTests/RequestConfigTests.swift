@@ -31,18 +31,18 @@ final class RequestConfigTests: XCTestCase {
         try AirlockConfig.read(yaml: routeYAML(request: request), environment: environment, validating: false)
     }
 
-    /// json and plist bodies, timeout, throttle and validate_multipart are read, but refused
+    /// timeout, throttle and validate_multipart are read, but refused
     /// when the configuration loads, each by its key, until the request phase applies them:
     /// a key that is silently ignored would look like protection.
     func testWhatTheRequestPhaseDoesNotApplyYetIsRefusedAtLoad() {
-        for (block, key) in [("serializer: json", "serializer"), ("serializer: plist", "serializer"),
-                             ("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle"),
+        for (block, key) in [("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle"),
                              ("validate_multipart: true", "validate_multipart")] {
             let found = issues(block)
             XCTAssertEqual(found.map(\.keyPath), ["routes[1].request.\(key)"], block)
             XCTAssertTrue(found.first?.message.contains("not supported yet") ?? false, block)
         }
-        for block in ["serializer: http", "serializer: passthrough", "validate_multipart: false",
+        for block in ["serializer: http", "serializer: passthrough", "serializer: json", "serializer: plist",
+                      "validate_multipart: false",
                       "headers: { X-A: b }\nparameters: { k: v }"] {
             XCTAssertNoThrow(try load(block), block)
         }
