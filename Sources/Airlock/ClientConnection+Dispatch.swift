@@ -56,6 +56,17 @@ extension ClientConnection: UpstreamOwner {
                 serializationRefused(ex, why)
                 return
             }
+            if route.config.request?.validateMultipart == true, ex.collected == nil, !ex.requestBodyDone,
+               let type = req.headers.first(.contentType), MultipartBoundary.isFormData(contentType: type) {
+                do throws(MultipartError) {
+                    ex.multipart = MultipartValidator(boundary: try MultipartBoundary(contentType: type))
+                } catch {
+                    var e = GatewayError(.requestSerializationFailed, status: 400, message: error.message, source: .client)
+                    e.extra = [("reason", .string(error.reason))]
+                    respondError(e, exchange: ex, requestID: id)
+                    return
+                }
+            }
         }
         if let h = route.health, h.isUnreachable {
             failExchange(Self.unreachable(h, interval: worker.context.reachability.interval))

@@ -1,4 +1,5 @@
 import AirlockIO
+import AirlockSerialization
 import AirlockSession
 import AirlockWire
 
@@ -10,6 +11,10 @@ extension ClientConnection {
     func pumpRequestBody() {
         guard phase == .forwarding, let ex = exchange, !ex.requestBodyDone else { return }
         guard let u = ex.upstream, u.state == .active else { return }   // still connecting: bytes wait
+        if ex.multipart != nil {
+            pumpMultipartBody(ex, u)
+            return
+        }
         do throws(WireError) {
             try relayBody(from: stream, to: u.stream, decoder: &ex.requestDecoder, out: ex.requestOut) { n in
                 ex.bytesIn += UInt64(n)
@@ -32,6 +37,80 @@ extension ClientConnection {
             // Everything the client sent before its close has been decoded: the body is cut off.
             perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
         }
+    }
+
+    /// The request body of a `validate_multipart` route: each payload slice is fed to the
+    /// validator first, and only what it allows goes upstream; the last bytes (what may be the
+    /// close delimiter) wait until it says the body is whole. A broken body is answered 400 and
+    /// its upstream connection closed before its last byte went up.
+    private func pumpMultipartBody(_ ex: Exchange, _ u: UpstreamConnection) {
+        var failure: GatewayError?
+        do throws(WireError) {
+            while !ex.requestDecoder.isComplete, failure == nil {
+                let available = stream.inputLength
+                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
+                    try ex.requestDecoder.next(buf, available: available)
+                }
+                switch event {
+                case .data(let n):
+                    stream.withInput(max: n) { bytes in
+                        if case .invalid(let e) = ex.multipart!.feed(bytes) { failure = Self.multipartRefusal(e) }
+                        ex.multipartHeld.append(contentsOf: bytes)
+                    }
+                    stream.drainInput(n)
+                    ex.bytesIn += UInt64(n)
+                    if failure == nil { forwardMultipart(ex, u) }
+                case .framing(let n):
+                    stream.drainInput(n)
+                case .end(let n):
+                    stream.drainInput(n)
+                case .needMore:
+                    if lifecycle.input == .halfClosed { perform(ex.machine.requestBodyCutOff(), ex, event: .eof) }
+                    else if u.pendingOutput >= Self.writeHighWatermark {
+                        let was = ex.machine.isSuspended
+                        performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
+                    }
+                    return
+                }
+            }
+        } catch {
+            failure = GatewayError(wire: error)
+        }
+        if failure == nil, case .invalid(let e) = ex.multipart!.finish() {
+            failure = Self.multipartRefusal(e)   // the body ended without its close delimiter
+        }
+        if let failure {
+            ex.machine.requestBodyFailed()
+            ex.upstream = nil
+            u.close()   // it never got the body's last bytes
+            respondError(failure, exchange: ex, requestID: ex.id)
+            return
+        }
+        forwardMultipart(ex, u)   // complete: the rest goes
+        if ex.requestOut == .chunked { u.send(ChunkedEncoder.last) }
+        ex.machine.requestBodyComplete()
+        ex.metrics.requestSent = EventLoop.nowNanos()
+    }
+
+    /// Sends what the multipart validator allows of the held bytes.
+    private func forwardMultipart(_ ex: Exchange, _ u: UpstreamConnection) {
+        let allowed = ex.multipart!.forwardable - ex.multipartSent
+        guard allowed > 0 else { return }
+        let n = min(allowed, ex.multipartHeld.count)
+        ex.multipartHeld.withUnsafeBytes { all in
+            let slice = UnsafeRawBufferPointer(rebasing: all[0..<n])
+            if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
+            u.send(slice)
+            if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkTrailer) }
+        }
+        ex.multipartHeld.removeFirst(n)
+        ex.multipartSent += n
+    }
+
+    static func multipartRefusal(_ e: MultipartError) -> GatewayError {
+        var g = GatewayError(.requestSerializationFailed, status: 400, message: e.message, source: .client, mustClose: true)
+        g.extra = [("reason", .string(e.reason))]
+        return g
     }
 
     func upstreamWritable(_ u: UpstreamConnection) {

@@ -36,6 +36,12 @@ final class Exchange {
     /// The client's body so far, while the gateway reads it whole before choosing an upstream
     /// (a serializer that rebuilds it); nil otherwise.
     var collected: [UInt8]?
+    /// A `multipart/form-data` body checked while it streams (`validate_multipart`), and the
+    /// payload bytes it holds back (at most the boundary + 5: what may be the close delimiter)
+    /// until it says the body is whole.
+    var multipart: MultipartValidator?
+    var multipartHeld: [UInt8] = []
+    var multipartSent = 0
     var bytesIn: UInt64 = 0
 
     // upstream

@@ -43,6 +43,7 @@ final class UpstreamConnection: StreamDelegate {
     var handshakeStartedAt: UInt64 { stream.handshakeStartedAt }
 
     func send(_ bytes: UnsafeRawBufferPointer) { stream.write(bytes) }
+    func send(_ bytes: [UInt8]) { stream.write(bytes) }
     func setReading(_ on: Bool) { stream.setReading(on) }
 
     enum State {

@@ -200,6 +200,88 @@ final class RequestSerializerTests: XCTestCase {
                        #"{"filter": {"state": "open", "tags": ["a", "b"]}, "q": "caf\u00e9 <&>"}"#)
     }
 
+    private func multipart(_ boundary: String, _ parts: String, close: Bool = true) -> String {
+        parts + (close ? "--\(boundary)--\r\n" : "")
+    }
+
+    func testMultipartBodiesAreValidatedWhileTheyStream() throws {
+        let (o, a) = try start("validate_multipart: true")
+        let b = "XyZ-boundary-42"
+        let good = multipart(b, "--\(b)\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\n\r\n"
+                                + "bytes --\(b) inline, not a delimiter\r\n--\(b)\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nhello\r\n")
+        let head = "POST /up HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\(b)\r\n"
+        let got = try XCTUnwrap(send(a, o, head + "Content-Length: \(good.utf8.count)\r\n\r\n" + good))
+        XCTAssertEqual(got.bodyString, good, "a valid body arrives whole and unchanged")
+        // Chunked, in many small chunks.
+        let chunks = stride(from: 0, to: good.utf8.count, by: 7).map { i -> String in
+            let part = Array(good.utf8)[i..<min(i + 7, good.utf8.count)]
+            return String(part.count, radix: 16) + "\r\n" + String(decoding: part, as: UTF8.self) + "\r\n"
+        }.joined()
+        let chunked = try XCTUnwrap(send(a, o, head + "Transfer-Encoding: chunked\r\n\r\n" + chunks + "0\r\n\r\n"))
+        XCTAssertEqual(chunked.bodyString, good)
+
+        // Broken bodies: 400, and the origin never gets a whole request (the last bytes, the
+        // close delimiter, were held back).
+        let requestsBefore = o.requests.count
+        let broken: [(String, String, String)] = [
+            ("no close delimiter", multipart(b, "--\(b)\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nx\r\n", close: false), "multipart-truncated"),
+            ("no Content-Disposition", multipart(b, "--\(b)\r\nX-Other: 1\r\n\r\nx\r\n"), "multipart-no-disposition"),
+            ("header without colon", multipart(b, "--\(b)\r\nContent-Disposition: form-data; name=\"f\"\r\nbroken\r\n\r\nx\r\n"), "multipart-bad-header"),
+        ]
+        for (name, body, reason) in broken {
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            try c.send(head + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            let r = try c.readResponse(timeout: 10)
+            XCTAssertEqual(r.status, 400, name)
+            let json = try JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]
+            XCTAssertEqual(json?["error"] as? String, "request-serialization-failed", name)
+            XCTAssertEqual(json?["reason"] as? String, reason, name)
+        }
+        usleep(200_000)
+        XCTAssertEqual(o.requests.count, requestsBefore, "no broken body reached the origin whole")
+
+        // A bad boundary is refused before any upstream connection; other bodies are not checked.
+        let connections = o.acceptedConnections
+        try send(a, o, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\"\"\r\nContent-Length: 2\r\n\r\nxx",
+                 status: 400)
+        XCTAssertEqual(o.acceptedConnections, connections)
+        let plain = try XCTUnwrap(send(a, o, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nxx"))
+        XCTAssertEqual(plain.bodyString, "xx")
+    }
+
+    /// The close delimiter is held back: a body cut off inside it (sent in two writes, the
+    /// gateway flushing between them) reaches the upstream without it, then the connection closes.
+    func testTheCloseDelimiterIsHeldBackUntilTheBodyIsKnownWhole() throws {
+        let up = try RecordingListener()
+        defer { up.stop() }
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            \(Fixture.limitsYAML([:]))
+            routes:
+              - name: api
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(up.port)
+                request: { validate_multipart: true }
+            """)
+        airlock = a
+        let b = "bnd"
+        let body = "--\(b)\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\ncontent\r\n--\(b)-"
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send("POST /up HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\(b)\r\n"
+                   + "Content-Length: \(body.utf8.count)\r\n\r\n" + String(body.dropLast()))
+        usleep(300_000)   // what the gateway forwards of it has reached the upstream
+        let before = up.connections.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        XCTAssertTrue(before.hasSuffix("\r\n\r\ncontent"), "everything but what may be the close delimiter: \(before.suffix(40))")
+        try c.send("-")
+        XCTAssertEqual(try c.readResponse(timeout: 10).status, 400)
+        usleep(200_000)
+        let after = up.connections.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        XCTAssertFalse(after.contains("content\r\n--\(b)"), "the upstream never saw the (broken) close delimiter")
+    }
+
     private func restart(_ block: String) throws -> (TestOrigin, AirlockProcess) {
         airlock?.stop()
         origin?.stop()

@@ -31,18 +31,17 @@ final class RequestConfigTests: XCTestCase {
         try AirlockConfig.read(yaml: routeYAML(request: request), environment: environment, validating: false)
     }
 
-    /// timeout, throttle and validate_multipart are read, but refused
+    /// timeout and throttle are read, but refused
     /// when the configuration loads, each by its key, until the request phase applies them:
     /// a key that is silently ignored would look like protection.
     func testWhatTheRequestPhaseDoesNotApplyYetIsRefusedAtLoad() {
-        for (block, key) in [("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle"),
-                             ("validate_multipart: true", "validate_multipart")] {
+        for (block, key) in [("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle")] {
             let found = issues(block)
             XCTAssertEqual(found.map(\.keyPath), ["routes[1].request.\(key)"], block)
             XCTAssertTrue(found.first?.message.contains("not supported yet") ?? false, block)
         }
         for block in ["serializer: http", "serializer: passthrough", "serializer: json", "serializer: plist",
-                      "validate_multipart: false",
+                      "validate_multipart: false", "validate_multipart: true",
                       "headers: { X-A: b }\nparameters: { k: v }"] {
             XCTAssertNoThrow(try load(block), block)
         }

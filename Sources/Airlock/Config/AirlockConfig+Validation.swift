@@ -63,9 +63,6 @@ extension AirlockConfig {
                 let notYet = " is not supported yet: the request phase applies the serializers, headers, authorization and parameters only (issue #13)"
                 if request.timeout != nil, ok(path + ".request.timeout") { report(path + ".request.timeout", "timeout" + notYet) }
                 if request.throttle != nil, ok(path + ".request.throttle") { report(path + ".request.throttle", "throttle" + notYet) }
-                if request.validateMultipart, ok(path + ".request.validate_multipart") {
-                    report(path + ".request.validate_multipart", "validate_multipart" + notYet)
-                }
             }
             if !allowOpenProxy, !listen.isLoopback, ok("listen", path + ".match", path + ".match.host", path + ".upstream"),
                route.host == .any, route.upstream == .origin {
