@@ -15,6 +15,10 @@ extension ClientConnection {
             pumpMultipartBody(ex, u)
             return
         }
+        if let t = ex.route.request?.throttle {
+            pumpThrottledBody(ex, u, t)
+            return
+        }
         do throws(WireError) {
             try relayBody(from: stream, to: u.stream, decoder: &ex.requestDecoder, out: ex.requestOut) { n in
                 ex.bytesIn += UInt64(n)
@@ -88,6 +92,64 @@ extension ClientConnection {
         }
         forwardMultipart(ex, u)   // complete: the rest goes
         if ex.requestOut == .chunked { u.send(ChunkedEncoder.last) }
+        ex.machine.requestBodyComplete()
+        ex.metrics.requestSent = EventLoop.nowNanos()
+    }
+
+    /// The request body of a `throttle` route (AF's throttleBandwidth): at most `packet_bytes`
+    /// of payload go up, then the client is not read for `delay`, then the next packet; the
+    /// worker never blocks (a timer opens each packet).
+    private func pumpThrottledBody(_ ex: Exchange, _ u: UpstreamConnection, _ t: RequestSerializationConfig.Throttle) {
+        if ex.throttleTimer == nil { ex.throttleBudget = t.packetBytes }
+        do throws(WireError) {
+            while !ex.requestDecoder.isComplete {
+                if u.pendingOutput >= Self.writeHighWatermark {   // the upstream is slower still
+                    let was = ex.machine.isSuspended
+                    performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
+                    return
+                }
+                if ex.throttleBudget == 0 {
+                    if ex.throttleTimer?.isScheduled == true { return }
+                    stream.setReading(false)
+                    let timer = ex.throttleTimer ?? Timer(loop: worker.loop) { [weak self, weak ex] in
+                        guard let self, let ex, self.exchange === ex, !ex.requestBodyDone else { return }
+                        ex.throttleBudget = t.packetBytes
+                        if !ex.machine.isSuspended { self.stream.setReading(true) }
+                        self.pumpRequestBody()
+                    }
+                    ex.throttleTimer = timer
+                    timer.schedule(after: t.delay)
+                    return
+                }
+                let available = min(stream.inputLength, ex.throttleBudget)
+                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
+                    try ex.requestDecoder.next(buf, available: available)
+                }
+                switch event {
+                case .data(let n):
+                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
+                    stream.moveInput(n, to: u.stream)
+                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkTrailer) }
+                    ex.throttleBudget -= n
+                    ex.bytesIn += UInt64(n)
+                case .framing(let n):
+                    stream.drainInput(n)
+                case .end(let n):
+                    stream.drainInput(n)
+                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.last) }
+                case .needMore:
+                    if lifecycle.input == .halfClosed { perform(ex.machine.requestBodyCutOff(), ex, event: .eof) }
+                    return
+                }
+            }
+        } catch {
+            ex.machine.requestBodyFailed()
+            ex.upstream = nil
+            u.close()
+            respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
+            return
+        }
+        ex.throttleTimer?.cancel()
         ex.machine.requestBodyComplete()
         ex.metrics.requestSent = EventLoop.nowNanos()
     }

@@ -42,6 +42,10 @@ final class Exchange {
     var multipart: MultipartValidator?
     var multipartHeld: [UInt8] = []
     var multipartSent = 0
+    /// Upload pacing (`throttle`): body bytes the current packet may still carry, and the timer
+    /// that opens the next packet after the route's delay.
+    var throttleBudget = 0
+    var throttleTimer: Timer?
     var bytesIn: UInt64 = 0
 
     // upstream

@@ -282,6 +282,58 @@ final class RequestSerializerTests: XCTestCase {
         XCTAssertFalse(after.contains("content\r\n--\(b)"), "the upstream never saw the (broken) close delimiter")
     }
 
+    /// throttle: the body goes up in packets of at most packet_bytes with the delay between
+    /// them, visible in when the upstream receives its bytes; the worker keeps serving others.
+    func testThrottlePacesTheUploadWithoutBlockingTheWorker() throws {
+        let up = try RecordingListener()
+        defer { up.stop() }
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            \(Fixture.limitsYAML([:]))
+            routes:
+              - name: fast
+                match: { host: fast.test }
+                upstream: http://127.0.0.1:\(up.port)
+              - name: slow
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(up.port)
+                request: { throttle: { packet_bytes: 1000, delay: 0.3s } }
+            """)
+        airlock = a
+        let body = String(repeating: "z", count: 3500)   // 4 packets: 3 delays of 0.3 s
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        let start = Date()
+        try c.send("POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 3500\r\n\r\n" + body)
+        /// Body bytes the upstream has of the slow request (its first connection) now.
+        func slowBody() -> Int {
+            guard let bytes = up.connections.first else { return 0 }
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let end = text.range(of: "\r\n\r\n") else { return 0 }
+            return text[end.upperBound...].utf8.count
+        }
+        usleep(100_000)
+        // The same worker serves another request at once while the slow one waits for its timer.
+        let other = try RawClient(port: a.port)
+        defer { other.close() }
+        try other.send("POST /x HTTP/1.1\r\nHost: fast.test\r\nContent-Length: 2\r\n\r\nhi")
+        let deadline = Date().addingTimeInterval(2)
+        while up.connections.count < 2 && Date() < deadline { usleep(5_000) }
+        XCTAssertEqual(up.connections.count, 2, "the other request reached the upstream")
+        XCTAssertLessThan(slowBody(), 3500, "while the slow one was still waiting for its timers")
+        if Date().timeIntervalSince(start) < 0.29 {
+            XCTAssertLessThanOrEqual(slowBody(), 1000, "before the first delay ends: the first packet only")
+        }
+        while Date().timeIntervalSince(start) < 0.5 { usleep(5_000) }
+        XCTAssertLessThanOrEqual(slowBody(), 2000, "0.5 s in: two packets at most")
+        while slowBody() < 3500 && Date().timeIntervalSince(start) < 5 { usleep(10_000) }
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertEqual(slowBody(), 3500, "all of it in the end")
+        XCTAssertGreaterThanOrEqual(elapsed, 0.85, "three delays of 0.3 s")
+        XCTAssertLessThan(elapsed, 3)
+    }
+
     private func restart(_ block: String) throws -> (TestOrigin, AirlockProcess) {
         airlock?.stop()
         origin?.stop()

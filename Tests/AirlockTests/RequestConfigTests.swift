@@ -31,16 +31,17 @@ final class RequestConfigTests: XCTestCase {
         try AirlockConfig.read(yaml: routeYAML(request: request), environment: environment, validating: false)
     }
 
-    /// timeout and throttle are read, but refused
+    /// timeout (and throttle with validate_multipart) are read, but refused
     /// when the configuration loads, each by its key, until the request phase applies them:
     /// a key that is silently ignored would look like protection.
     func testWhatTheRequestPhaseDoesNotApplyYetIsRefusedAtLoad() {
-        for (block, key) in [("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle")] {
+        for (block, key) in [("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }\nvalidate_multipart: true", "throttle")] {
             let found = issues(block)
             XCTAssertEqual(found.map(\.keyPath), ["routes[1].request.\(key)"], block)
             XCTAssertTrue(found.first?.message.contains("not supported yet") ?? false, block)
         }
         for block in ["serializer: http", "serializer: passthrough", "serializer: json", "serializer: plist",
+                      "throttle: { packet_bytes: 1024, delay: 0.1s }",
                       "validate_multipart: false", "validate_multipart: true",
                       "headers: { X-A: b }\nparameters: { k: v }"] {
             XCTAssertNoThrow(try load(block), block)

@@ -62,7 +62,9 @@ extension AirlockConfig {
                 // here (fail closed): a key that is silently ignored would look like protection.
                 let notYet = " is not supported yet: the request phase applies the serializers, headers, authorization and parameters only (issue #13)"
                 if request.timeout != nil, ok(path + ".request.timeout") { report(path + ".request.timeout", "timeout" + notYet) }
-                if request.throttle != nil, ok(path + ".request.throttle") { report(path + ".request.throttle", "throttle" + notYet) }
+                if request.throttle != nil, request.validateMultipart, ok(path + ".request.throttle") {
+                    report(path + ".request.throttle", "throttle together with validate_multipart" + notYet)
+                }
             }
             if !allowOpenProxy, !listen.isLoopback, ok("listen", path + ".match", path + ".match.host", path + ".upstream"),
                route.host == .any, route.upstream == .origin {
