@@ -31,12 +31,12 @@ final class RequestConfigTests: XCTestCase {
         try AirlockConfig.read(yaml: routeYAML(request: request), environment: environment, validating: false)
     }
 
-    /// json and plist bodies, timeout, throttle and validate_multipart are read, but refused
+    /// json and plist bodies, throttle and validate_multipart are read, but refused
     /// when the configuration loads, each by its key, until the request phase applies them:
     /// a key that is silently ignored would look like protection.
     func testWhatTheRequestPhaseDoesNotApplyYetIsRefusedAtLoad() {
         for (block, key) in [("serializer: json", "serializer"), ("serializer: plist", "serializer"),
-                             ("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle"),
+                             ("throttle: { packet_bytes: 1024, delay: 0.1s }", "throttle"),
                              ("validate_multipart: true", "validate_multipart")] {
             let found = issues(block)
             XCTAssertEqual(found.map(\.keyPath), ["routes[1].request.\(key)"], block)
@@ -46,6 +46,13 @@ final class RequestConfigTests: XCTestCase {
                       "headers: { X-A: b }\nparameters: { k: v }"] {
             XCTAssertNoThrow(try load(block), block)
         }
+    }
+
+    /// `timeout` bounds the whole exchange (the request phase applies it): it loads.
+    func testTimeoutLoads() throws {
+        let config = try load("timeout: 1.5s")
+        XCTAssertEqual(config.routes[1].request?.timeout, .milliseconds(1500))
+        XCTAssertEqual(issues("timeout: 0s").map(\.keyPath), ["routes[1].request.timeout"], "must be greater than 0")
     }
 
     /// The issues of a block that must not load.

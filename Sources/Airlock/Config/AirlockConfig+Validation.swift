@@ -60,11 +60,10 @@ extension AirlockConfig {
             if let request = route.request, ok(path + ".request") {
                 // Accepted by the reader, but what the request phase does not do yet is refused
                 // here (fail closed): a key that is silently ignored would look like protection.
-                let notYet = " is not supported yet: the request phase applies the http and passthrough serializers' headers, authorization and parameters only (issue #13)"
+                let notYet = " is not supported yet: the request phase applies the http and passthrough serializers' headers, authorization, parameters and timeout only (issue #13)"
                 if request.serializer == .json || request.serializer == .plist, ok(path + ".request.serializer") {
                     report(path + ".request.serializer", "\(request.serializer.rawValue)" + notYet)
                 }
-                if request.timeout != nil, ok(path + ".request.timeout") { report(path + ".request.timeout", "timeout" + notYet) }
                 if request.throttle != nil, ok(path + ".request.throttle") { report(path + ".request.throttle", "throttle" + notYet) }
                 if request.validateMultipart, ok(path + ".request.validate_multipart") {
                     report(path + ".request.validate_multipart", "validate_multipart" + notYet)
