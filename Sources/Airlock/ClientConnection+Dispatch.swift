@@ -55,6 +55,8 @@ extension ClientConnection: UpstreamOwner {
             case .refuse(let why):
                 var e = GatewayError(.requestSerializationFailed, status: 400, message: why.message, source: .client)
                 e.extra = [("reason", .string(why.reason))]
+                ex.requestRejection = RequestRejection(reason: why.reason, message: why.message,
+                                                       bodySample: bufferedBodySample(req.framing))
                 respondError(e, exchange: ex, requestID: id)
                 return
             }
@@ -70,6 +72,18 @@ extension ClientConnection: UpstreamOwner {
         post(.resumed, ex)
         // Hold the client's body until the upstream is ready for it.
         connectUpstream(ex)
+    }
+
+    /// The first bytes of the request body already buffered behind the head, at most
+    /// `RequestRejection.sampleLimit` (a chunked body's sample includes its chunk framing).
+    private func bufferedBodySample(_ framing: BodyFraming) -> [UInt8] {
+        var limit = RequestRejection.sampleLimit
+        switch framing {
+        case .none: return []
+        case .length(let n): limit = Int(min(n, UInt64(limit)))
+        case .chunked, .closeDelimited: break
+        }
+        return stream.withInput(max: min(limit, stream.inputLength)) { Array($0) }
     }
 
     /// 503 upstream-unreachable with `Retry-After` (the probe interval, at least a second):

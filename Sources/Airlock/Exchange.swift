@@ -33,6 +33,8 @@ final class Exchange {
     /// parameters as a form); nil: the client's body is relayed.
     var replacementBody: [UInt8]?
     var bytesIn: UInt64 = 0
+    /// Set when the request phase refused the request: what its reject record says.
+    var requestRejection: RequestRejection?
     /// The route's `request.timeout` over the whole exchange; nil on routes without one.
     var deadline: Timer?
 
