@@ -34,6 +34,7 @@ extension ClientConnection: UpstreamOwner {
         worker.context.metrics.inFlight.increment()
         exchange = ex
         lifecycle.dispatched()
+        if let timeout = route.config.request?.timeout { armDeadline(ex, after: timeout) }
         if req.framing == .chunked && stream.inputLength > 0 {
             // Body bytes that came with the head are checked before an upstream is chosen: a
             // chunked body already broken gets its 400 with no upstream connection at all.
@@ -53,7 +54,7 @@ extension ClientConnection: UpstreamOwner {
             case .replace(let body): ex.replacementBody = body
             case .collect: ex.collected = []   // read whole before an upstream is chosen
             case .refuse(let why):
-                serializationRefused(ex, why)
+                serializationRefused(ex, why, sample: bufferedBodySample(req.framing))
                 return
             }
             if route.config.request?.validateMultipart == true, ex.collected == nil, !ex.requestBodyDone,
@@ -61,9 +62,9 @@ extension ClientConnection: UpstreamOwner {
                 do throws(MultipartError) {
                     ex.multipart = MultipartValidator(boundary: try MultipartBoundary(contentType: type))
                 } catch {
-                    var e = GatewayError(.requestSerializationFailed, status: 400, message: error.message, source: .client)
-                    e.extra = [("reason", .string(error.reason))]
-                    respondError(e, exchange: ex, requestID: id)
+                    ex.requestRejection = RequestRejection(reason: error.reason, message: error.message,
+                                                           bodySample: bufferedBodySample(req.framing))
+                    respondError(Self.multipartRefusal(error), exchange: ex, requestID: id)
                     return
                 }
             }
@@ -87,9 +88,11 @@ extension ClientConnection: UpstreamOwner {
 
     /// 400 request-serialization-failed: the route's serializer cannot build the request;
     /// nothing reached the upstream.
-    func serializationRefused(_ ex: Exchange, _ why: RequestSerializationError) {
+    /// `sample`: the first bytes of the refused body, for its `request.rejected` record.
+    func serializationRefused(_ ex: Exchange, _ why: RequestSerializationError, sample: [UInt8]) {
         var e = GatewayError(.requestSerializationFailed, status: 400, message: why.message, source: .client)
         e.extra = [("reason", .string(why.reason))]
+        ex.requestRejection = RequestRejection(reason: why.reason, message: why.message, bodySample: sample)
         respondError(e, exchange: ex, requestID: ex.id)
     }
 
@@ -136,10 +139,23 @@ extension ClientConnection: UpstreamOwner {
         case .replace(let r): ex.replacementBody = r
         case .relay, .collect: ex.replacementBody = .init(body, contentType: "application/octet-stream", replacesClientType: false)
         case .refuse(let why):
-            serializationRefused(ex, why)
+            serializationRefused(ex, why, sample: Array(body.prefix(RequestRejection.sampleLimit)))
             return
         }
         connectUpstream(ex)
+    }
+
+
+    /// The first bytes of the request body already buffered behind the head, at most
+    /// `RequestRejection.sampleLimit` (a chunked body's sample includes its chunk framing).
+    private func bufferedBodySample(_ framing: BodyFraming) -> [UInt8] {
+        var limit = RequestRejection.sampleLimit
+        switch framing {
+        case .none: return []
+        case .length(let n): limit = Int(min(n, UInt64(limit)))
+        case .chunked, .closeDelimited: break
+        }
+        return stream.withInput(max: min(limit, stream.inputLength)) { Array($0) }
     }
 
     /// 503 upstream-unreachable with `Retry-After` (the probe interval, at least a second):

@@ -36,6 +36,7 @@ extension ClientConnection {
     /// if the machine's `ReuseDecision` says so) or closed, the logging phase runs (once), and
     /// the client connection goes on to its next request, or closes.
     func endExchange(_ ex: Exchange, _ end: ExchangeEnd) {
+        ex.deadline?.cancel()
         switch end {
         case .completed(let reusable):
             releaseUpstream(ex, bodyReadToEnd: reusable)

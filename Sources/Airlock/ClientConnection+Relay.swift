@@ -58,8 +58,8 @@ extension ClientConnection {
                 switch event {
                 case .data(let n):
                     stream.withInput(max: n) { bytes in
-                        if case .invalid(let e) = ex.multipart!.feed(bytes) { failure = Self.multipartRefusal(e) }
                         ex.multipartHeld.append(contentsOf: bytes)
+                        if case .invalid(let e) = ex.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
                     }
                     stream.drainInput(n)
                     ex.bytesIn += UInt64(n)
@@ -81,7 +81,7 @@ extension ClientConnection {
             failure = GatewayError(wire: error)
         }
         if failure == nil, case .invalid(let e) = ex.multipart!.finish() {
-            failure = Self.multipartRefusal(e)   // the body ended without its close delimiter
+            failure = refuseMultipart(ex, e)   // the body ended without its close delimiter
         }
         if let failure {
             ex.machine.requestBodyFailed()
@@ -167,6 +167,14 @@ extension ClientConnection {
         }
         ex.multipartHeld.removeFirst(n)
         ex.multipartSent += n
+    }
+
+    /// The refusal of a broken multipart body, recorded as a request reject (with the bytes
+    /// still held as its sample).
+    private func refuseMultipart(_ ex: Exchange, _ e: MultipartError) -> GatewayError {
+        ex.requestRejection = RequestRejection(reason: e.reason, message: e.message,
+                                               bodySample: Array(ex.multipartHeld.prefix(RequestRejection.sampleLimit)))
+        return Self.multipartRefusal(e)
     }
 
     static func multipartRefusal(_ e: MultipartError) -> GatewayError {

@@ -47,6 +47,10 @@ final class Exchange {
     var throttleBudget = 0
     var throttleTimer: Timer?
     var bytesIn: UInt64 = 0
+    /// Set when the request phase refused the request: what its reject record says.
+    var requestRejection: RequestRejection?
+    /// The route's `request.timeout` over the whole exchange; nil on routes without one.
+    var deadline: Timer?
 
     // upstream
     var upstream: UpstreamConnection?

@@ -31,6 +31,9 @@ struct GatewayError: Error, Sendable {
         /// 400: the route's request serializer cannot build the request to send (its `reason`
         /// says why); nothing reached the upstream.
         case requestSerializationFailed = "request-serialization-failed"
+        /// The route's `request.timeout` passed: 504 before any response byte reached the client,
+        /// else the response is cut off (logged only).
+        case exchangeTimeout = "exchange-timeout"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }

@@ -121,6 +121,7 @@ struct GatewayPhases: ProxyPhases {
         if let e = end.error { logError(e, ex, summary) }
         ex.metrics.responseEnd = EventLoop.nowNanos()
         if let v = ex.validation { recordReject(ex, v) }
+        if let r = ex.requestRejection { recordRequestReject(ex, r, status: status) }
         if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
         if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
         if let hub = worker.taskEvents, hub.hasSubscribers {
@@ -165,6 +166,20 @@ struct GatewayPhases: ProxyPhases {
         worker.logger.warning("response.rejected", metadata: record.metadata)
         worker.context.rejects.append(record)
         worker.context.metrics.rejected(route: ex.route.name, reason: error.reason.rawValue)
+    }
+
+    /// The request phase's reject record: one `request.rejected` log line and an entry in the
+    /// gateway's ring (`GET /rejects?side=request`), like a response's.
+    private func recordRequestReject(_ ex: Exchange, _ r: RequestRejection, status: Int) {
+        let record = RejectRecord(
+            unixMillis: RejectRecord.nowUnixMillis(), requestID: ex.id.description, route: ex.route.name,
+            method: ex.request.method.name, url: ex.targetDescription, upstream: ex.key.description, status: status,
+            contentType: ex.request.headers.first(.contentType), reason: r.reason, code: 0, message: r.message,
+            underlying: nil, durationMillis: ex.durationMillis, mode: "enforce",
+            bodySample: String(decoding: r.bodySample, as: UTF8.self), side: .request)
+        worker.logger.warning("request.rejected", metadata: record.metadata)
+        worker.context.rejects.append(record)
+        worker.context.metrics.rejected(route: ex.route.name, reason: r.reason)
     }
 
     /// The exchange's counters and latencies: status class, bytes, time to first byte and

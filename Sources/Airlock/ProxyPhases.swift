@@ -12,8 +12,8 @@ import AirlockWire
 /// phases in order over one typed per-request context (`Exchange`) and performs what the
 /// `ExchangeMachine` decides between them. `logging` runs exactly once per request, last,
 /// whatever happened (errors, rejects, aborts, cancels and shutdown included): it is the only
-/// place that writes `request.error`, `response.rejected` and `request.access` records, counts
-/// metrics and posts the task's final event.
+/// place that writes `request.error`, `request.rejected`, `response.rejected` and
+/// `request.access` records, counts metrics and posts the task's final event.
 protocol ProxyPhases {
     /// Refuses a request before anything is chosen for it (CONNECT, body limits, loops).
     func requestFilter(_ req: RequestHead) -> GatewayError?

@@ -215,6 +215,21 @@ public struct ExchangeMachine: Sendable, Equatable {
         return .respondError(failure)
     }
 
+    /// The exchange's own deadline passed (a route's `request.timeout`). Before any response
+    /// byte reached the client it is answered; after, its response is cut off. Never retried.
+    public mutating func deadlinePassed() -> Action {
+        switch response {
+        case .relaying:
+            response = .truncated
+            return .truncateClient
+        case .awaitingHead, .validating:
+            response = .answered
+            return .respondError(.timeout)
+        case .complete, .truncated, .answered, .failed:
+            return .none
+        }
+    }
+
     /// The client closed its sending side. After a whole request it is still answered. Mid-body,
     /// bytes that arrived with the close may still complete the body: they are relayed first
     /// (now, or once the upstream is ready), and `requestBodyCutOff` follows if they do not.

@@ -186,6 +186,8 @@ final class OriginServer: @unchecked Sendable {
             serveSilently(fd: fd, connectionIndex: connectionIndex)
         case .raw(let handler):
             serveRaw(fd: fd, connectionIndex: connectionIndex, handler: handler)
+        case .rawThenStall(let handler):
+            serveRaw(fd: fd, connectionIndex: connectionIndex, stall: true, handler: handler)
         case .respond(let handler):
             serveResponses(fd: fd, connectionIndex: connectionIndex, handler: handler)
         case .answerOnceThenDrop(let handler):
@@ -239,7 +241,9 @@ final class OriginServer: @unchecked Sendable {
         }
     }
 
-    private func serveRaw(fd: Int32, connectionIndex: Int, handler: @Sendable (TestRequest) -> [UInt8]) {
+    /// `stall`: after the bytes, keep the connection open (reading and dropping) until the peer closes.
+    private func serveRaw(fd: Int32, connectionIndex: Int, stall: Bool = false,
+                          handler: @Sendable (TestRequest) -> [UInt8]) {
         let reader = HTTPReader(fd: fd, waker: waker)
         let request: TestRequest
         do {
@@ -263,6 +267,12 @@ final class OriginServer: @unchecked Sendable {
             if (error as? AirlockTestingError)?.kind != .stopped {
                 recordError("connection \(connectionIndex): writing raw bytes failed: \(error)")
             }
+        }
+        if stall {
+            while (try? reader.fill()) == true { _ = reader.take(upTo: .max) }
+            notePeerClosed()
+            close(fd)
+            return
         }
         Socket.lingeringClose(fd, waker: waker)
     }

@@ -8,6 +8,9 @@ public final class TestOrigin: Sendable {
         case respond(@Sendable (TestRequest) -> TestResponse)
         /// Parses one request, then writes exactly these bytes and closes (for malformed responses).
         case raw(@Sendable (TestRequest) -> [UInt8])
+        /// Parses one request, writes these bytes, then sends nothing more and keeps the
+        /// connection open until the peer closes or `stop()` (a response that stalls).
+        case rawThenStall(@Sendable (TestRequest) -> [UInt8])
         /// Accepts and reads (recording whole requests), never answers, until the peer closes or `stop()`.
         case silent
         /// Accepts, then closes at once.

@@ -116,6 +116,71 @@ final class RequestSerializerTests: XCTestCase {
         XCTAssertEqual(untouched.header("Content-Type"), "application/json")
     }
 
+    /// A request the request phase refuses is recorded like a rejected response: a
+    /// `request.rejected` log record with a sample of the body, and an entry in the admin's
+    /// reject list, `side=request` (`side=response` lists the response rejects; none: both).
+    func testARefusedRequestIsRecordedLikeAResponseReject() throws {
+        let o = try TestOrigin(.respond { _ in .ok("not json") })
+        origin = o
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            admin: 127.0.0.1:0
+            \(Fixture.limitsYAML([:]))
+            routes:
+              - name: json
+                match: { host: "*", path_prefix: /j/ }
+                upstream: http://127.0.0.1:\(o.port)
+                response: { serializer: json }
+              - name: api
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(o.port)
+                request: { parameters: { key: value } }
+            """)
+        airlock = a
+        let adminRecord = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let admin = try XCTUnwrap(adminRecord["port"] as? Int)
+        try send(a, o, "POST /f?x=1 HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\na=b",
+                 status: 400)
+        let big = String(repeating: "0123456789", count: 150)
+        try send(a, o, "PUT /big HTTP/1.1\r\nHost: a\r\nContent-Length: \(big.utf8.count)\r\n\r\n\(big)", status: 400)
+        try send(a, o, "GET /j/x HTTP/1.1\r\nHost: a\r\n\r\n", status: 502)
+        XCTAssertEqual(o.acceptedConnections, 1, "only the response reject reached the origin")
+
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.rejected" })
+        XCTAssertEqual(record["route"] as? String, "api")
+        XCTAssertEqual(record["method"] as? String, "POST")
+        XCTAssertEqual(record["target"] as? String, "/f?x=1")
+        XCTAssertEqual(record["reason"] as? String, "unmergeable-body")
+        XCTAssertFalse((record["message"] as? String ?? "").isEmpty)
+        XCTAssertEqual(record["body_sample"] as? String, "a=b")
+        XCTAssertNotNil(record["request_id"] as? String)
+        let bigRecord = try XCTUnwrap(a.waitForLog(timeout: 5) {
+            $0["event"] as? String == "request.rejected" && $0["method"] as? String == "PUT"
+        })
+        XCTAssertEqual(bigRecord["body_sample"] as? String, String(big.prefix(1024)), "a sample of 1 KiB")
+        XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "response.rejected" })
+
+        func rejects(_ query: String) throws -> [[String: Any]] {
+            let r = try Curl.run(["http://127.0.0.1:\(admin)/rejects\(query)"])
+            XCTAssertEqual(r.exitCode, 0, r.stderr)
+            return try XCTUnwrap(Fixture.json(r.stdout)["rejects"] as? [[String: Any]], r.stdoutString)
+        }
+        let requests = try rejects("?side=request")
+        XCTAssertEqual(requests.map { $0["url"] as? String }, ["/f?x=1", "/big"])
+        XCTAssertEqual(requests.map { $0["side"] as? String }, ["request", "request"])
+        XCTAssertEqual(requests.first?["reason"] as? String, "unmergeable-body")
+        XCTAssertEqual(requests.first?["request_id"] as? String, record["request_id"] as? String)
+        XCTAssertEqual(requests.first?["body_sample"] as? String, "a=b")
+        let responses = try rejects("?side=response")
+        XCTAssertEqual(responses.map { $0["route"] as? String }, ["json"])
+        XCTAssertEqual(responses.first?["side"] as? String, "response")
+        XCTAssertEqual(try rejects("").map { $0["route"] as? String }, ["api", "api", "json"], "no side: both, oldest first")
+        XCTAssertEqual(try rejects("?side=request&route=json").count, 0)
+        let bad = try Curl.run(["-w", "\\n%{http_code}", "http://127.0.0.1:\(admin)/rejects?side=upstream"])
+        XCTAssertTrue(bad.stdoutString.hasSuffix("\n400"), bad.stdoutString)
+    }
+
     func testDefaultHeadersOverridesRemovalsAndBasicAuth() throws {
         let (o, a) = try start("""
             headers: { X-Api-Version: "2", Accept: application/json }

@@ -31,6 +31,28 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertTrue(m.requestBodyDone)
     }
 
+    // MARK: the exchange's deadline (request.timeout)
+
+    func testDeadlineAnswersBeforeTheHeadCutsAfterItAndIsNeverRetried() {
+        var waiting = get()
+        _ = waiting.upstreamReady(reused: true)
+        XCTAssertEqual(waiting.deadlinePassed(), .respondError(.timeout), "nothing reached the client: answered, not retried")
+        XCTAssertEqual(waiting.response, .answered)
+        var validating = get()
+        _ = validating.upstreamReady(reused: false)
+        _ = validating.responseHeadReceived(status: 200, validates: true)
+        XCTAssertEqual(validating.deadlinePassed(), .respondError(.timeout), "a held head never reached the client")
+        var relaying = get()
+        _ = relaying.upstreamReady(reused: false)
+        _ = relaying.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(relaying.deadlinePassed(), .truncateClient)
+        XCTAssertEqual(relaying.response, .truncated)
+        XCTAssertEqual(relaying.deadlinePassed(), .none, "an exchange that ended is left alone")
+        var done = get()
+        done.responseComplete()
+        XCTAssertEqual(done.deadlinePassed(), .none)
+    }
+
     func testInterimResponsesAreAbsorbedAndSwitchingProtocolsIsMalformed() {
         var m = get()
         _ = m.upstreamReady(reused: false)

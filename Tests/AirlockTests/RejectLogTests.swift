@@ -30,6 +30,19 @@ final class RejectLogTests: XCTestCase {
         XCTAssertEqual(log.records().count, 0)
     }
 
+    func testFiltersBySideAndBothWithoutOne() {
+        let log = RejectLog(capacity: 10)
+        log.append(record(1))
+        var refused = record(2)
+        refused.side = .request
+        log.append(refused)
+        log.append(record(3))
+        XCTAssertEqual(log.records(side: .request).map(\.requestID), ["id-2"])
+        XCTAssertEqual(log.records(side: .response).map(\.requestID), ["id-1", "id-3"])
+        XCTAssertEqual(log.records().map(\.requestID), ["id-1", "id-2", "id-3"])
+        XCTAssertEqual(log.records(route: "api", side: .request).map(\.requestID), ["id-2"])
+    }
+
     func testFiltersBySinceAndRoute() {
         let log = RejectLog(capacity: 10)
         log.append(record(1, route: "a", at: 100))

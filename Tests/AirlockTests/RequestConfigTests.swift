@@ -31,11 +31,11 @@ final class RequestConfigTests: XCTestCase {
         try AirlockConfig.read(yaml: routeYAML(request: request), environment: environment, validating: false)
     }
 
-    /// timeout (and throttle with validate_multipart) are read, but refused
+    /// throttle together with validate_multipart is read, but refused
     /// when the configuration loads, each by its key, until the request phase applies them:
     /// a key that is silently ignored would look like protection.
     func testWhatTheRequestPhaseDoesNotApplyYetIsRefusedAtLoad() {
-        for (block, key) in [("timeout: 30s", "timeout"), ("throttle: { packet_bytes: 1024, delay: 0.1s }\nvalidate_multipart: true", "throttle")] {
+        for (block, key) in [("throttle: { packet_bytes: 1024, delay: 0.1s }\nvalidate_multipart: true", "throttle")] {
             let found = issues(block)
             XCTAssertEqual(found.map(\.keyPath), ["routes[1].request.\(key)"], block)
             XCTAssertTrue(found.first?.message.contains("not supported yet") ?? false, block)
@@ -46,6 +46,13 @@ final class RequestConfigTests: XCTestCase {
                       "headers: { X-A: b }\nparameters: { k: v }"] {
             XCTAssertNoThrow(try load(block), block)
         }
+    }
+
+    /// `timeout` bounds the whole exchange (the request phase applies it): it loads.
+    func testTimeoutLoads() throws {
+        let config = try load("timeout: 1.5s")
+        XCTAssertEqual(config.routes[1].request?.timeout, .milliseconds(1500))
+        XCTAssertEqual(issues("timeout: 0s").map(\.keyPath), ["routes[1].request.timeout"], "must be greater than 0")
     }
 
     /// The issues of a block that must not load.

@@ -3,7 +3,8 @@ import AirlockSession
 import AirlockWire
 import Glibc
 
-/// The admin listener: `GET /rejects` (JSON, optional `since=10m` and `route=NAME`),
+/// The admin listener: `GET /rejects` (JSON, optional `since=10m`, `route=NAME` and
+/// `side=request|response`; both sides without it),
 /// `GET /healthz`, `GET /readyz`, `GET|DELETE /tasks`, `DELETE /tasks/{id}` and `GET /events`
 /// (Server-Sent Events), on its own socket and on the acceptor loop, never on the proxy
 /// listener. One request per connection; the answer closes it (`/events` streams until the
@@ -99,6 +100,7 @@ final class AdminServer {
 
         var since: Int64?
         var route: String?
+        var side: RejectRecord.Side?
         for (key, value) in query {
             switch key {
             case "since":
@@ -109,13 +111,18 @@ final class AdminServer {
                 since = RejectRecord.nowUnixMillis() - (seconds * 1000 + attoseconds / 1_000_000_000_000_000)
             case "route":
                 route = value
+            case "side":
+                guard let s = RejectRecord.Side(rawValue: value) else {
+                    return Self.error(400, "bad-query", "side: expected request or response, got \"\(value)\"")
+                }
+                side = s
             default:
-                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (since, route)")
+                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (since, route, side)")
             }
         }
         var e = JSONLineEncoder()
         e.append("{\"rejects\":[")
-        for (i, record) in rejects.records(sinceUnixMillis: since, route: route).enumerated() {
+        for (i, record) in rejects.records(sinceUnixMillis: since, route: route, side: side).enumerated() {
             if i > 0 { e.append(",\n") }
             record.appendJSON(to: &e)
         }

@@ -60,8 +60,7 @@ extension AirlockConfig {
             if let request = route.request, ok(path + ".request") {
                 // Accepted by the reader, but what the request phase does not do yet is refused
                 // here (fail closed): a key that is silently ignored would look like protection.
-                let notYet = " is not supported yet: the request phase applies the serializers, headers, authorization and parameters only (issue #13)"
-                if request.timeout != nil, ok(path + ".request.timeout") { report(path + ".request.timeout", "timeout" + notYet) }
+                let notYet = " is not supported yet (issue #13)"
                 if request.throttle != nil, request.validateMultipart, ok(path + ".request.throttle") {
                     report(path + ".request.throttle", "throttle together with validate_multipart" + notYet)
                 }

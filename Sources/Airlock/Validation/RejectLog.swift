@@ -31,14 +31,15 @@ final class RejectLog: Sendable {
         }
     }
 
-    /// Oldest first; only records at or after `sinceUnixMillis` and on `route`, when given.
-    func records(sinceUnixMillis: Int64? = nil, route: String? = nil) -> [RejectRecord] {
+    /// Oldest first; only records at or after `sinceUnixMillis`, on `route` and of `side`, when given.
+    func records(sinceUnixMillis: Int64? = nil, route: String? = nil, side: RejectRecord.Side? = nil) -> [RejectRecord] {
         let all: [RejectRecord] = ring.withLock { r in
             Array(r.items[r.next...]) + Array(r.items[..<r.next])
         }
         return all.filter { record in
             if let sinceUnixMillis, record.unixMillis < sinceUnixMillis { return false }
             if let route, record.route != route { return false }
+            if let side, record.side != side { return false }
             return true
         }
     }

@@ -5,17 +5,19 @@ import Darwin
 #endif
 import Logging
 
-/// One rejected upstream response, as written to the log (`"event":"response.rejected"`) and
-/// kept in the gateway's `RejectLog` for `GET /rejects`.
+/// One rejected upstream response (`"event":"response.rejected"`) or request refused by the
+/// request phase (`"event":"request.rejected"`), as written to the log and kept in the
+/// gateway's `RejectLog` for `GET /rejects`.
 struct RejectRecord: Sendable {
     /// Wall-clock time of the reject, milliseconds since the Unix epoch.
     var unixMillis: Int64
     var requestID: String
     var route: String
     var method: String
+    /// The URL fetched (response side); the target as the client named it (request side).
     var url: String
     var upstream: String
-    /// The upstream's status.
+    /// The upstream's status (response side); Airlock's answer (request side).
     var status: Int
     var contentType: String?
     var reason: String
@@ -27,6 +29,12 @@ struct RejectRecord: Sendable {
     var mode: String
     /// The first 1 KiB of the failing body; invalid UTF-8 is replaced with U+FFFD.
     var bodySample: String
+    var side: Side = .response
+
+    /// Which phase refused: the request phase (the request never left) or the response filter.
+    enum Side: String, Sendable {
+        case request, response
+    }
 
     static func nowUnixMillis() -> Int64 {
         var now = timespec()
@@ -36,6 +44,21 @@ struct RejectRecord: Sendable {
 
     /// The log record's fields (the handler adds `time`, `level` and `event`).
     var metadata: Logger.Metadata {
+        if side == .request {
+            var md: Logger.Metadata = [
+                "request_id": .string(requestID),
+                "route": .string(route),
+                "method": .string(method),
+                "target": .string(url),
+                "status": .stringConvertible(status),
+                "reason": .string(reason),
+                "message": .string(message),
+                "duration_ms": .stringConvertible((durationMillis * 1000).rounded() / 1000),
+                "body_sample": .string(bodySample),
+            ]
+            if let contentType { md["content_type"] = .string(contentType) }
+            return md
+        }
         var md: Logger.Metadata = [
             "request_id": .string(requestID),
             "route": .string(route),
@@ -59,6 +82,8 @@ struct RejectRecord: Sendable {
     func appendJSON(to e: inout JSONLineEncoder) {
         e.append("{\"time\":")
         e.appendTimestamp(seconds: time_t(unixMillis / 1000), milliseconds: Int(unixMillis % 1000))
+        e.append(",\"side\":")
+        e.appendString(side.rawValue)
         e.append(",\"request_id\":")
         e.appendString(requestID)
         e.append(",\"route\":")
