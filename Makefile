@@ -2,7 +2,7 @@
 #   make run     ARGS='--config x.yaml'   release build, then `airlock run ARGS`
 #   make test                             swift build + swift test (serial) + the container build-context check
 #   make bench   [DURATION=.. REPS=.. PATHS=..]   loopback benchmark vs nginx/haproxy
-#   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire, each target in turn (not in `make test`)
+#   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire + AirlockSerialization, each target in turn (not in `make test`)
 #   make container-check [BINARY=..]      the container image without a container engine (root; not in `make test`)
 # `make setup` (a prerequisite of run/test/bench) installs the Debian packages the
 # build needs when they are missing (as root), or prints the command to run.

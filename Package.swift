@@ -77,10 +77,10 @@ let package = Package(
         .target(name: "AirlockTesting", dependencies: ["Airlock"], swiftSettings: strict),
 
         .testTarget(name: "AirlockWireTests", dependencies: ["AirlockWire"], swiftSettings: strict),
-        .testTarget(name: "AirlockSerializationTests", dependencies: ["AirlockSerialization"], swiftSettings: strict),
+        .testTarget(name: "AirlockSerializationTests", dependencies: ["AirlockSerialization", "AirlockWire"], swiftSettings: strict),
         .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity", "AirlockTesting"], swiftSettings: strict),
         .testTarget(name: "AirlockIOTests", dependencies: ["AirlockIO", "AirlockTesting"], swiftSettings: strict),
-        .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession"], swiftSettings: strict),
+        .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession", "AirlockWire"], swiftSettings: strict),
         .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockTesting"], swiftSettings: strict),
         .testTarget(
             name: "AirlockIntegrationTests",

@@ -1,3 +1,5 @@
+@testable import AirlockWire
+
 // Fuzz target `chunked`: BodyDecoder on a chunked body directly, without a head in front, so
 // every mutation lands in chunk lines, chunk data and trailers.
 //

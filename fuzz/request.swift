@@ -1,3 +1,6 @@
+import AirlockSerialization
+@testable import AirlockWire
+
 // Fuzz target `request`: a client connection's bytes, as ClientConnection reads them.
 //
 // Input: one control byte (see `Control`; option bit 0 selects small WireLimits), then the
@@ -242,13 +245,13 @@ enum RequestHarness {
         }
     }
 
-    /// What the gateway sends upstream (ForwardingHeads.request, compiled from Sources/Airlock).
+    /// What the gateway sends upstream (ForwardingHeads.request, from AirlockSerialization).
     static func reencodeForwarded(_ head: RequestHead) {
         guard head.method != .connect else { return }   // refused with 501 before forwarding
-        let out = requestOutFraming(head.framing)
+        let out = ForwardingHeads.requestFraming(head.framing)
         var w = HeadWriter()
         ForwardingHeads.request(head, host: "upstream.test:8080", framing: out, viaToken: "airlock",
-                                viaToken11: "1.1 airlock", idSerial: 0x2a, clientID: RequestID.clientID(in: head.headers),
+                                viaToken11: "1.1 airlock", idSerial: 0x2a, clientID: RequestIDField.clientID(in: head.headers),
                                 idPrefix: requestIDPrefix, into: &w)
         let bytes = w.bytes
         let result = reparse(bytes, kind: .request, limits: looseLimits) { b throws(WireError) in
@@ -284,7 +287,7 @@ enum RequestHarness {
         expected.append(Field(name: Ref.bytes("Via"), value: Ref.bytes(ours)))
         // One request id: the client's when it sent exactly one well-formed id, else Airlock's.
         let ids = fields.filter { $0.named("x-request-id") }
-        let kept = RequestID.clientID(in: head.headers)
+        let kept = RequestIDField.clientID(in: head.headers)
         check(kept == nil || ids.count == 1, "a client id is kept only when it is the only one")
         expected.append(Field(name: Ref.bytes("X-Request-Id"), value: Ref.bytes(kept ?? "fuzz-0-2a")))
         switch framing {

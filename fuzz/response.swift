@@ -1,3 +1,6 @@
+import AirlockSerialization
+@testable import AirlockWire
+
 // Fuzz target `response`: an upstream connection's bytes, as readResponseHead / relayBody read them.
 //
 // Input: one control byte, then the bytes the upstream sends. Control option bits 2-4 pick the
@@ -208,7 +211,7 @@ enum ResponseHarness {
         check(canonicalBytes(again) == bytes, "canonical encoding not stable: \(show(bytes))")
     }
 
-    /// What the gateway sends its client (ForwardingHeads.response, compiled from Sources/Airlock).
+    /// What the gateway sends its client (ForwardingHeads.response, from AirlockSerialization).
     static func reencodeForwarded(_ head: ResponseHead, _ setup: Setup) {
         let framing = head.framing(requestMethod: setup.method)
         let out = ForwardingHeads.responseFraming(framing, clientVersion: setup.clientVersion)

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Builds one libFuzzer target over Sources/AirlockWire and runs it for a bounded time.
+# Builds one libFuzzer target over the real AirlockWire and AirlockSerialization modules and runs
+# it for a bounded time.
 #
 #   fuzz/run.sh TARGET [SECONDS]      TARGET: request | response | chunked (default 60 s)
 #
-# The target is compiled with swiftc into one module together with Sources/AirlockWire/*.swift
-# (so internal API is usable), fuzz/Support/*.swift and a copy of Sources/Airlock/
-# ForwardingHeads.swift (imports stripped), with -sanitize=fuzzer,address and Swift's runtime
-# checks kept (overflow and bounds traps are findings). The committed seeds in
-# fuzz/corpus/TARGET are copied into a scratch corpus that persists between runs.
+# Sources/AirlockWire and Sources/AirlockSerialization are compiled unchanged, each as its own
+# module (as SwiftPM builds them, with the package's upcoming features), into object files with
+# -sanitize=fuzzer,address; AirlockWire with -enable-testing, so the harness's
+# `@testable import AirlockWire` sees its internal API. The harness (fuzz/Support/*.swift and
+# fuzz/TARGET.swift) is then its own module importing both, and re-encodes heads with the very
+# ForwardingHeads the gateway forwards with. Swift's runtime checks are kept (overflow and
+# bounds traps are findings). The modules are rebuilt only when their sources, the optimisation
+# flag or this script change. The committed seeds in fuzz/corpus/TARGET are copied into a
+# scratch corpus that persists between runs.
 #
 # Environment:
 #   FUZZ_OUT   build and scratch directory (default: .build/fuzz in the repository)
@@ -30,28 +35,46 @@ out=${FUZZ_OUT:-$root/.build/fuzz}
 opt=${FUZZ_OPT:--O}
 swiftc=${SWIFTC:-swiftc}
 command -v "$swiftc" >/dev/null || { echo "error: $swiftc not on PATH (Swift 6 toolchain needed)" >&2; exit 2; }
-mkdir -p "$out/src"
+mkdir -p "$out"
 
-# ForwardingHeads.swift imports AirlockSession/AirlockWire; in the fuzz module those types come
-# from fuzz/Support/ForwardingShim.swift and the AirlockWire sources themselves. The request
-# id it writes (X-Request-Id) comes from the real RequestID.swift and RequestIDSyntax.swift.
-for f in Airlock/ForwardingHeads.swift Airlock/RequestID.swift AirlockSession/RequestIDSyntax.swift; do
-  sed '/^\(public \)\?import /d' "$root/Sources/$f" > "$out/src/$(basename "$f")"
-done
+flags=(-swift-version 6 -parse-as-library -wmo "$opt" -g -sanitize=fuzzer,address
+       -enable-upcoming-feature ExistentialAny -enable-upcoming-feature InternalImportsByDefault
+       -enable-upcoming-feature MemberImportVisibility)
+mods="$out/modules$opt"
+mkdir -p "$mods"
+
+# ld.gold warns "Cannot export local symbol __asan..." for every such symbol: harmless, dropped.
+# (Each swiftc runs inside $out: it leaves files in the working directory.)
+compile() {  # compile LOG ARGS...: swiftc, its output filtered; exits 2 on failure
+  local log=$1; shift
+  if ! (cd "$out" && "$swiftc" "${flags[@]}" "$@" 2> "$log"); then
+    grep -v "Cannot export local symbol" "$log" >&2 || true
+    echo "fuzz: build failed (log $log)" >&2
+    exit 2
+  fi
+  grep -v "Cannot export local symbol" "$log" >&2 || true
+}
+
+# module NAME DEPS EXTRA-FLAGS...: Sources/NAME as module NAME -> $mods/NAME.o and
+# $mods/NAME.swiftmodule, rebuilt when older than its sources, this script or its DEPS' objects.
+module() {
+  local name=$1 deps=$2; shift 2
+  local obj="$mods/$name.o" inputs=("$root/Sources/$name" "$root/fuzz/run.sh")
+  for d in $deps; do inputs+=("$mods/$d.o"); done
+  if [[ -f "$obj" && -z $(find "${inputs[@]}" -newer "$obj" -print -quit) ]]; then
+    return
+  fi
+  echo "fuzz: building module $name ($opt)"
+  compile "$out/build-$name.log" -module-name "$name" -I "$mods" "$@" \
+    -emit-module -emit-module-path "$mods/$name.swiftmodule" -c "$root/Sources/$name"/*.swift -o "$obj"
+}
+module AirlockWire "" -enable-testing
+module AirlockSerialization AirlockWire
 
 bin="$out/fuzz-$target"
 echo "fuzz: building $target ($opt) -> $bin"
-# ld.gold warns "Cannot export local symbol __asan..." for every such symbol: harmless, dropped.
-# (From inside $out: swiftc leaves module files in the working directory.)
-if ! (cd "$out" && "$swiftc" -swift-version 6 -module-name AirlockWire -parse-as-library -wmo "$opt" -g \
-      -sanitize=fuzzer,address \
-      "$root"/Sources/AirlockWire/*.swift "$root"/fuzz/Support/*.swift "$out"/src/*.swift \
-      "$root/fuzz/$target.swift" -o "$bin" 2> "$out/build-$target.log"); then
-  grep -v "Cannot export local symbol" "$out/build-$target.log" >&2 || true
-  echo "fuzz: build of $target failed" >&2
-  exit 2
-fi
-grep -v "Cannot export local symbol" "$out/build-$target.log" >&2 || true
+compile "$out/build-$target.log" -module-name "Fuzz_$target" -I "$mods" \
+  "$root"/fuzz/Support/*.swift "$root/fuzz/$target.swift" "$mods/AirlockWire.o" "$mods/AirlockSerialization.o" -o "$bin"
 
 corpus="$out/corpus-$target"
 artifacts="$out/findings-$target"

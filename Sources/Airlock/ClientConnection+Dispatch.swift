@@ -16,7 +16,7 @@ extension ClientConnection: UpstreamOwner {
     /// `sendRequestHead`), upstream peer; then the connection to it.
     func dispatch(_ req: RequestHead) {
         var id = worker.nextRequestID()
-        id.client = RequestID.clientID(in: req.headers)
+        id.client = RequestIDField.clientID(in: req.headers)
         let phases = worker.phases
         if let e = phases.requestFilter(req) {
             respondError(e, exchange: nil, requestID: id, request: req)

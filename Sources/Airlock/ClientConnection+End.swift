@@ -1,3 +1,4 @@
+import AirlockSerialization
 import AirlockIO
 import AirlockWire
 import AirlockSession

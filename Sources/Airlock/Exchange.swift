@@ -1,15 +1,8 @@
 import AirlockSerialization
 import AirlockIO
+import AirlockSerialization
 import AirlockSession
 import AirlockWire
-
-/// How a body goes out: as received (length), re-framed as chunks, delimited by close, or none.
-enum OutFraming: Equatable {
-    case none
-    case length
-    case chunked
-    case close
-}
 
 /// Per-request state that travels through every phase (parse, route, connect, relay, log):
 /// one typed context, as Pingora's CTX.
@@ -86,11 +79,7 @@ final class Exchange {
         self.started = EventLoop.nowNanos()
         self.metrics = TaskMetrics(fetchStart: started)
         self.requestDecoder = BodyDecoder(framing: request.framing)
-        switch request.framing {
-        case .chunked: requestOut = .chunked
-        case .length: requestOut = .length
-        case .none, .closeDelimited: requestOut = .none
-        }
+        requestOut = ForwardingHeads.requestFraming(request.framing)
         machine = ExchangeMachine(method: request.method, requestHasBody: request.framing != .none)
         responseScanner = HeadScanner(kind: .response, limits: limits)
     }

@@ -3,7 +3,7 @@ import AirlockWire
 import XCTest
 
 /// The task's pure parts with no sockets: state derivation, progress, metrics, the bounded
-/// per-subscriber event queue and the client request id's syntax.
+/// per-subscriber event queue.
 final class TaskStateTests: XCTestCase {
     private func derive(_ m: ExchangeMachine, ready: Bool = true, suspended: Bool = false,
                         cancelled: Bool = false) -> TaskState {
@@ -79,17 +79,6 @@ final class TaskStateTests: XCTestCase {
         var backwards = TaskMetrics(fetchStart: 5_000_000)
         backwards.responseEnd = 4_000_000
         XCTAssertNil(backwards.totalMillis, "an end before its start is not a duration")
-    }
-
-    func testRequestIDSyntax() {
-        XCTAssertTrue(RequestIDSyntax.isWellFormed("abc-123_X.y:z"))
-        XCTAssertTrue(RequestIDSyntax.isWellFormed(String(repeating: "a", count: 128)))
-        XCTAssertFalse(RequestIDSyntax.isWellFormed(String(repeating: "a", count: 129)))
-        XCTAssertFalse(RequestIDSyntax.isWellFormed(""))
-        XCTAssertFalse(RequestIDSyntax.isWellFormed("has space"))
-        XCTAssertFalse(RequestIDSyntax.isWellFormed("quote\""))
-        XCTAssertFalse(RequestIDSyntax.isWellFormed("slash/"))
-        XCTAssertFalse(RequestIDSyntax.isWellFormed("é"))
     }
 }
 

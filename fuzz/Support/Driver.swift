@@ -1,5 +1,7 @@
-// Shared by every fuzz target (compiled into the same module as Sources/AirlockWire, so the
-// internal API is visible): the control byte, arrival schedules, the body-decoding loop the
+@testable import AirlockWire
+
+// Shared by every fuzz target (AirlockWire is built with -enable-testing, so its internal API
+// is visible): the control byte, arrival schedules, the body-decoding loop the
 // gateway runs, and a few byte predicates written out again, independently of ByteClass.
 
 /// Stops the run; libFuzzer sees the trap and saves the input as crash-<sha1>.

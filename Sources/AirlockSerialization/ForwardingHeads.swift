@@ -1,12 +1,13 @@
-import AirlockSession
-import AirlockWire
+public import AirlockWire
 
-/// Re-serializes heads from the parsed model: the request that goes upstream and the
-/// response that goes back. Never copies raw bytes through: hop-by-hop fields are dropped,
-/// framing is set by Airlock, `Via` is added.
-enum ForwardingHeads {
+/// The `http` serializer's canonical re-encoding of heads from the parsed model: the request
+/// that goes upstream and the response that goes back. Never copies raw bytes through:
+/// hop-by-hop fields are dropped, framing is set by Airlock, `Via` and `X-Request-Id` are
+/// added. (The upstream's authority, `authority(_:)`, is the gateway's: it reads an
+/// `UpstreamKey`.)
+public enum ForwardingHeads {
     /// Origin-form target for the upstream request line.
-    static func upstreamTarget(_ target: RequestTarget) -> String {
+    public static func upstreamTarget(_ target: RequestTarget) -> String {
         switch target {
         case .origin(let path): return path
         case .absolute(_, _, _, let path): return path
@@ -15,17 +16,12 @@ enum ForwardingHeads {
         }
     }
 
-    static func authority(_ key: UpstreamKey) -> String {
-        let defaultPort: UInt16 = key.scheme == "https" ? 443 : 80
-        return key.port == defaultPort ? key.host : "\(key.host):\(key.port)"
-    }
-
-    /// The request head sent upstream; `host` is the upstream's authority (`authority(key)`,
-    /// or a fixed upstream's precomputed one).
-    /// The request id goes up as `X-Request-Id` (`RequestID.write`): the client's own when kept
-    /// (`clientID`), else Airlock's from the worker's `idPrefix` and `idSerial`.
-    static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,
-                        viaToken11: String, idSerial: UInt64, clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
+    /// The request head sent upstream; `host` is the upstream's authority (the gateway's
+    /// `authority(key)`, or a fixed upstream's precomputed one).
+    /// The request id goes up as `X-Request-Id` (`RequestIDField.write`): the client's own when
+    /// kept (`clientID`), else Airlock's from the worker's `idPrefix` and `idSerial`.
+    public static func request(_ req: RequestHead, host: String, framing: OutFraming, viaToken: String,
+                               viaToken11: String, idSerial: UInt64, clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field("Host", value: host)
         let tokens = connectionTokens(req.headers)
@@ -40,7 +36,7 @@ enum ForwardingHeads {
         // Our hop, as one more Via line after the received ones (which went out above, byte
         // for byte): a list field's lines combine in order (RFC 9110 5.3, 7.6.3).
         w.field("Via", value: req.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
-        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
+        RequestIDField.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (framing, req.framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
@@ -51,7 +47,7 @@ enum ForwardingHeads {
     }
 
     /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration).
-    static func connectionTokens(_ h: HTTPHeaders) -> [String] {
+    public static func connectionTokens(_ h: HTTPHeaders) -> [String] {
         var namesClose = false
         for i in 0..<h.count {
             let k = h.known(at: i)
@@ -98,15 +94,25 @@ enum ForwardingHeads {
         return true
     }
 
-    static func methodExpectsBody(_ m: AirlockWire.Method) -> Bool {
+    public static func methodExpectsBody(_ m: AirlockWire.Method) -> Bool {
         switch m {
         case .post, .put, .patch: return true
         default: return false
         }
     }
 
+    /// How the request body goes upstream, given how the client framed it (a request body is
+    /// never close-delimited, RFC 9112 6.3).
+    public static func requestFraming(_ client: BodyFraming) -> OutFraming {
+        switch client {
+        case .chunked: return .chunked
+        case .length: return .length
+        case .none, .closeDelimited: return .none
+        }
+    }
+
     /// How the response body goes to the client, given what upstream sent.
-    static func responseFraming(_ upstream: BodyFraming, clientVersion: HTTPVersion) -> OutFraming {
+    public static func responseFraming(_ upstream: BodyFraming, clientVersion: HTTPVersion) -> OutFraming {
         switch upstream {
         case .none: return .none
         case .length: return .length
@@ -116,10 +122,10 @@ enum ForwardingHeads {
 
     /// The response head sent to the client (with our Via line: RFC 9110 7.6.3 asks it of
     /// every message a proxy forwards, responses too).
-    static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
-                         requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
-                         viaToken: String, viaToken11: String, idSerial: UInt64, clientID: String?,
-                         idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
+    public static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
+                                requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
+                                viaToken: String, viaToken11: String, idSerial: UInt64, clientID: String?,
+                                idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.statusLine(status: resp.status, reason: resp.reason)
         let tokens = connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
@@ -135,7 +141,7 @@ enum ForwardingHeads {
             w.field(from: resp.headers, at: i)
         }
         w.field("Via", value: resp.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
-        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
+        RequestIDField.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (out, framing) {
         case (.length, .length(let n)): w.field("Content-Length", decimal: n)
         case (.chunked, _): w.field("Transfer-Encoding", value: "chunked")
@@ -150,7 +156,7 @@ enum ForwardingHeads {
     }
 
     /// A complete error response with a JSON body.
-    static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil, retryAfter: Int? = nil) -> [UInt8] {
+    public static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil, retryAfter: Int? = nil) -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
         if let requestID { w.field("X-Request-Id", value: requestID) }

@@ -1,5 +1,4 @@
-import AirlockSerialization
-import AirlockWire
+public import AirlockWire
 
 /// The request head on a route with a `request:` block: `ForwardingHeads.request`'s canonical
 /// re-encoding, with the route's `http` (or `passthrough`) serializer applied (fields left
@@ -9,9 +8,9 @@ extension ForwardingHeads {
     /// `body`: a form body that replaces the client's empty one (`HTTPRequestSerializer.body`);
     /// it goes out with `Content-Length` and, unless a field already names one, the form
     /// `Content-Type`. The caller writes its bytes after the head.
-    static func request(_ req: RequestHead, serializer s: HTTPRequestSerializer, body: HTTPRequestSerializer.Replacement?, host: String,
-                        framing: OutFraming, viaToken: String, viaToken11: String, idSerial: UInt64,
-                        clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
+    public static func request(_ req: RequestHead, serializer s: HTTPRequestSerializer, body: HTTPRequestSerializer.Replacement?,
+                               host: String, framing: OutFraming, viaToken: String, viaToken11: String, idSerial: UInt64,
+                               clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         let target = upstreamTarget(req.target)
         w.requestLine(method: req.method, target: s.target(target, method: req.method.name) ?? target)
         w.field("Host", value: host)
@@ -32,7 +31,7 @@ extension ForwardingHeads {
         let added = s.addedFields(clientSent: { sent.contains($0) })
         for field in added { w.field(name: field.name, value: field.value) }
         w.field("Via", value: req.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
-        RequestID.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
+        RequestIDField.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         if let body {
             if !sent.contains("content-type") && !added.contains(where: { HTTPRequestSerializer.lowercased($0.name) == "content-type" }) {
                 w.field("Content-Type", value: body.contentType)

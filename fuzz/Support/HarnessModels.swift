@@ -1,30 +1,6 @@
-// Stand-ins for the two gateway types that Sources/Airlock/ForwardingHeads.swift uses, so that
-// run.sh can compile that file unchanged (its `import` lines stripped) into the fuzz module:
-// the harnesses then re-encode heads with exactly the code the proxy forwards with.
+@testable import AirlockWire
 
-/// Sources/AirlockSession/UpstreamKey.swift, the fields ForwardingHeads reads.
-struct UpstreamKey: Hashable, Sendable {
-    var scheme: String
-    var host: String
-    var port: UInt16
-}
-
-/// Sources/Airlock/Exchange.swift.
-enum OutFraming: Equatable {
-    case none
-    case length
-    case chunked
-    case close
-}
-
-/// Exchange.init's choice of how a request body goes upstream.
-func requestOutFraming(_ framing: BodyFraming) -> OutFraming {
-    switch framing {
-    case .chunked: .chunked
-    case .length: .length
-    case .none, .closeDelimited: .none
-    }
-}
+// Models the harnesses check the real encoders against, written from the RFC, not from the code.
 
 /// Fields a proxy must drop (ForwardingHeads via HopByHop, RFC 9110 7.6.1), modelled from the
 /// RFC: the fixed hop-by-hop names, and, when a Connection / Proxy-Connection field lists any
