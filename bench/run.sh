@@ -11,6 +11,8 @@
 #   airlock-json           Airlock as a gateway validating JSON bodies: bench/gateway-json.yaml,
 #                          127.0.0.1:18503, on JSON_PATH only; airlock-gw also measures JSON_PATH,
 #                          and the table ends with the throughput ratio json/gw on it
+#   airlock-req            airlock-gw with a request serializer (bench/gateway-request.yaml:
+#                          headers + query parameters), 127.0.0.1:18507, on LOG_PATHS  SKIP_REQ=1
 #   airlock-gw-log         airlock-gw with access records on (--log-level info, stdout to a
 #                          file), 127.0.0.1:18505, on LOG_PATHS
 #   nginx-log              the nginx peer with a buffered JSON access log (bench/nginx-log.sh:
@@ -59,6 +61,8 @@ export WORKERS=${WORKERS:-1}
 GW_CONFIG=$REPO/bench/gateway.yaml;  GW_PORT=18501    # must match `listen` in the yaml
 FWD_CONFIG=$REPO/bench/forward.yaml; FWD_PORT=18502
 JSON_CONFIG=$REPO/bench/gateway-json.yaml; JSON_PORT=18503
+REQ_CONFIG=$REPO/bench/gateway-request.yaml; REQ_PORT=18507   # must match `listen` in the yaml
+SKIP_REQ=${SKIP_REQ:-0}
 WARMUP_S=${WARMUP:-2}
 TLS_PORT=18504   # airlock-tls: gateway to the upstream's TLS port, config written at run time
 SKIP_TLS=${SKIP_TLS:-0}
@@ -81,7 +85,7 @@ for tool in wrk nginx haproxy curl python3 taskset ss; do
 done
 if [ "$SKIP_AIRLOCK" != 1 ]; then
   [ -x "$AIRLOCK_BIN" ] || die "Airlock binary not found at $AIRLOCK_BIN: build it with 'make release' (or set AIRLOCK_BIN=...; SKIP_AIRLOCK=1 benchmarks the peers only)"
-  for cfg in "$GW_CONFIG" "$FWD_CONFIG" "$JSON_CONFIG"; do
+  for cfg in "$GW_CONFIG" "$FWD_CONFIG" "$JSON_CONFIG" "$REQ_CONFIG"; do
     out=$("$AIRLOCK_BIN" check-config "$cfg" 2>&1) || die "airlock check-config $cfg failed: $out"
   done
 fi
@@ -250,6 +254,11 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
     PATHS_TLS=${PATHS_TLS:-$PATHS}
     measure_tls "$TLS_CONFIG" $PATHS_TLS
   fi
+  if [ "$SKIP_REQ" != 1 ] && [ "$ONLY_JSON" != 1 ]; then
+    # The request serializer's cost: headers and query parameters on every request.
+    harness airlock-req 1 PORT=$REQ_PORT MODE=reverse PATHS="$LOG_PATHS" OURS_CMD="$(airlock_cmd "$REQ_CONFIG")" -- ours
+    keep_log airlock-req
+  fi
   if [ "$SKIP_JSON" != 1 ]; then
     harness airlock-json 1 PORT=$JSON_PORT MODE=reverse PATHS="$JSON_PATH" OURS_CMD="$(airlock_cmd "$JSON_CONFIG")" -- ours
     keep_log airlock-json
@@ -279,6 +288,7 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
   [ "$SCRAPE_METRICS" != 1 ] || add_rows airlock-gw-scrape airlock-gw-scrape
   [ "$ONLY_JSON" = 1 ] || add_rows airlock-fwd airlock-fwd
   [ "$SKIP_JSON" = 1 ] || add_rows airlock-json airlock-json
+  [ "$SKIP_REQ" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-req airlock-req
   [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-tls airlock-tls
 fi
 "$HARNESS/report.sh" "$TSV" > "$RESULTS_DIR/table-full.txt"
@@ -318,6 +328,22 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$SKIP_JSON" != 1 ]; then
         printf "json validation on %s: airlock-json/airlock-gw req/s = %.2f (issue 4 budget: >= 0.85)\n", p, r
       } else {
         printf "json validation on %s: FAILED (missing airlock-gw or airlock-json rows)\n", p
+      }
+    }' "$TSV" >> "$RESULTS_DIR/table.txt"
+fi
+
+# ---- request serializer cost: airlock-req vs airlock-gw, same path ----
+if [ "$SKIP_AIRLOCK" != 1 ] && [ "$SKIP_REQ" != 1 ] && [ "$ONLY_JSON" != 1 ]; then
+  awk -F'\t' -v paths="$LOG_PATHS" '
+    NR > 1 && $4 ~ /^[0-9.]+$/ { s[$1 SUBSEP $2] += $4; c[$1 SUBSEP $2]++ }
+    function mean(t, p) { return c[t SUBSEP p] ? s[t SUBSEP p] / c[t SUBSEP p] : 0 }
+    END {
+      n = split(paths, ps, " ")
+      for (i = 1; i <= n; i++) {
+        p = ps[i]
+        if (mean("airlock-gw", p) && mean("airlock-req", p))
+          printf "request serializer (headers + query parameters) on %s: airlock-req/airlock-gw req/s = %.2f\n", p, mean("airlock-req", p) / mean("airlock-gw", p)
+        else printf "request serializer on %s: FAILED (missing airlock-gw or airlock-req rows)\n", p
       }
     }' "$TSV" >> "$RESULTS_DIR/table.txt"
 fi

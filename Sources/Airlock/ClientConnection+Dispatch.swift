@@ -46,27 +46,16 @@ extension ClientConnection: UpstreamOwner {
                 return
             }
         }
-        if let s = route.requestSerializer {
-            // The request serializer's body decision, before any upstream is chosen.
-            let clientBodyEmpty = req.framing == .none || req.framing == .length(0)
-            switch s.body(method: req.method.name, clientBodyEmpty: clientBodyEmpty) {
-            case .relay: break
-            case .replace(let body): ex.replacementBody = body
-            case .collect: ex.collected = []   // read whole before an upstream is chosen
-            case .refuse(let why):
-                serializationRefused(ex, why, sample: bufferedBodySample(req.framing))
+        if route.requestSerializer != nil {
+            // The upstream request filter (the route's request serializer), before any
+            // upstream is chosen.
+            switch phases.upstreamRequestFilter(ex) {
+            case .proceed:
+                break
+            case .refuse(let e, let reason, let message):
+                ex.requestRejection = RequestRejection(reason: reason, message: message, bodySample: bufferedBodySample(req.framing))
+                respondError(e, exchange: ex, requestID: id)
                 return
-            }
-            if route.config.request?.validateMultipart == true, ex.collected == nil, !ex.requestBodyDone,
-               let type = req.headers.first(.contentType), MultipartBoundary.isFormData(contentType: type) {
-                do throws(MultipartError) {
-                    ex.multipart = MultipartValidator(boundary: try MultipartBoundary(contentType: type))
-                } catch {
-                    ex.requestRejection = RequestRejection(reason: error.reason, message: error.message,
-                                                           bodySample: bufferedBodySample(req.framing))
-                    respondError(Self.multipartRefusal(error), exchange: ex, requestID: id)
-                    return
-                }
             }
         }
         if let h = route.health, h.isUnreachable {

@@ -55,6 +55,38 @@ struct GatewayPhases: ProxyPhases {
         return .success(UpstreamPeer(route: route, key: key))
     }
 
+    // MARK: upstream request filter
+
+    /// The route's request serializer: the body is relayed, replaced, or read whole first
+    /// (`Exchange.replacementBody`, `Exchange.collected`); a `multipart/form-data` body on a
+    /// `validate_multipart` route gets its validator; or the request is refused.
+    func upstreamRequestFilter(_ ex: Exchange) -> RequestFilterVerdict {
+        guard let s = ex.routeRef.requestSerializer else { return .proceed }
+        let req = ex.request
+        switch s.body(method: req.method.name, clientBodyEmpty: req.framing == .none || req.framing == .length(0)) {
+        case .relay: break
+        case .replace(let body): ex.replacementBody = body
+        case .collect: ex.collected = []   // read whole before an upstream is chosen
+        case .refuse(let why): return Self.refusal(why.reason, why.message)
+        }
+        if s.config.validateMultipart, ex.collected == nil, !ex.requestBodyDone,
+           let type = req.headers.first(.contentType), MultipartBoundary.isFormData(contentType: type) {
+            do throws(MultipartError) {
+                ex.multipart = MultipartValidator(boundary: try MultipartBoundary(contentType: type))
+            } catch {
+                return Self.refusal(error.reason, error.message)
+            }
+        }
+        return .proceed
+    }
+
+    /// 400 request-serialization-failed, carrying the serializer's reason.
+    static func refusal(_ reason: String, _ message: String) -> RequestFilterVerdict {
+        var e = GatewayError(.requestSerializationFailed, status: 400, message: message, source: .client)
+        e.extra = [("reason", .string(reason))]
+        return .refuse(e, reason: reason, message: message)
+    }
+
     // MARK: upstream response filter
 
     /// The route's validator on the response head. A body validator's head verdict is final

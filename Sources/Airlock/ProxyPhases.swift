@@ -5,8 +5,8 @@ import AirlockWire
 
 /// The named phases every proxied request goes through, in this order (Pingora's `ProxyHttp`):
 ///
-///     requestFilter → request serializer (#13) → upstreamPeer → connect + trust (session)
-///         → upstreamResponseFilter → relay → logging
+///     requestFilter → upstreamPeer → upstreamRequestFilter (the route's request serializer)
+///         → connect + trust (session) → upstreamResponseFilter → relay → logging
 ///
 /// Each phase is one method with a default. `ClientConnection` is the executor: it calls the
 /// phases in order over one typed per-request context (`Exchange`) and performs what the
@@ -19,6 +19,10 @@ protocol ProxyPhases {
     func requestFilter(_ req: RequestHead) -> GatewayError?
     /// The route and the upstream a request goes to.
     func upstreamPeer(_ req: RequestHead) -> Result<UpstreamPeer, GatewayError>
+    /// The request phase: what the route's request serializer makes of the request before
+    /// any upstream is chosen (a body to replace or to read whole first, a multipart body to
+    /// check while it streams), or why it refuses it.
+    func upstreamRequestFilter(_ ex: Exchange) -> RequestFilterVerdict
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
@@ -28,6 +32,7 @@ protocol ProxyPhases {
 
 extension ProxyPhases {
     func requestFilter(_ req: RequestHead) -> GatewayError? { nil }
+    func upstreamRequestFilter(_ ex: Exchange) -> RequestFilterVerdict { .proceed }
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict {
         .relay
     }
@@ -38,6 +43,14 @@ extension ProxyPhases {
 struct UpstreamPeer {
     let route: Route
     let key: UpstreamKey
+}
+
+/// `upstreamRequestFilter`'s answer.
+enum RequestFilterVerdict {
+    /// Go on (the exchange carries what the serializer decided).
+    case proceed
+    /// 400 with this error; recorded as a request reject with `reason` and `message`.
+    case refuse(GatewayError, reason: String, message: String)
 }
 
 /// `upstreamResponseFilter`'s answer.

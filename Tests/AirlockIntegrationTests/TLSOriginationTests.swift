@@ -349,6 +349,8 @@ final class TLSOriginationTests: XCTestCase {
                 XCTAssertEqual(text(r), "hello over tls /c\(i)/r\(round)")
             }
         }
+        // The origin logs each request line from its own process: wait (bounded) for the log.
+        XCTAssertTrue(o.waitForRequests(160, timeout: 5), o.logText)
         XCTAssertEqual(o.requestLines.count, 160)
     }
 
