@@ -34,7 +34,7 @@ extension ClientConnection: UpstreamOwner {
         worker.context.metrics.inFlight.increment()
         exchange = ex
         lifecycle.dispatched()
-        if let timeout = route.config.request?.timeout { armDeadline(ex, after: timeout) }
+        if let timeout = route.exchangeTimeout { armDeadline(ex, after: timeout) }
         if req.framing == .chunked && stream.inputLength > 0 {
             // Body bytes that came with the head are checked before an upstream is chosen: a
             // chunked body already broken gets its 400 with no upstream connection at all.

@@ -16,7 +16,7 @@ extension ClientConnection {
             pumpMultipartBody(ex, u)
             return
         }
-        if let t = ex.route.request?.throttle {
+        if let t = ex.routeRef.throttle {
             pumpThrottledBody(ex, u, t)
             return
         }
@@ -59,8 +59,8 @@ extension ClientConnection {
                 switch event {
                 case .data(let n):
                     stream.withInput(max: n) { bytes in
-                        ex.multipartHeld.append(contentsOf: bytes)
-                        if case .invalid(let e) = ex.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
+                        ex.phaseState.multipartHeld.append(contentsOf: bytes)
+                        if case .invalid(let e) = ex.phaseState.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
                     }
                     stream.drainInput(n)
                     ex.bytesIn += UInt64(n)
@@ -81,7 +81,7 @@ extension ClientConnection {
         } catch {
             failure = GatewayError(wire: error)
         }
-        if failure == nil, case .invalid(let e) = ex.multipart!.finish() {
+        if failure == nil, case .invalid(let e) = ex.phaseState.multipart!.finish() {
             failure = refuseMultipart(ex, e)   // the body ended without its close delimiter
         }
         if let failure {
@@ -101,7 +101,7 @@ extension ClientConnection {
     /// of payload go up, then the client is not read for `delay`, then the next packet; the
     /// worker never blocks (a timer opens each packet).
     private func pumpThrottledBody(_ ex: Exchange, _ u: UpstreamConnection, _ t: RequestSerializationConfig.Throttle) {
-        if ex.throttleTimer == nil { ex.throttleBudget = t.packetBytes }
+        if ex.phaseState.throttleTimer == nil { ex.phaseState.throttleBudget = t.packetBytes }
         do throws(WireError) {
             while !ex.requestDecoder.isComplete {
                 if u.pendingOutput >= Self.writeHighWatermark {   // the upstream is slower still
@@ -109,20 +109,20 @@ extension ClientConnection {
                     performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
                     return
                 }
-                if ex.throttleBudget == 0 {
-                    if ex.throttleTimer?.isScheduled == true { return }
+                if ex.phaseState.throttleBudget == 0 {
+                    if ex.phaseState.throttleTimer?.isScheduled == true { return }
                     stream.setReading(false)
-                    let timer = ex.throttleTimer ?? Timer(loop: worker.loop) { [weak self, weak ex] in
+                    let timer = ex.phaseState.throttleTimer ?? Timer(loop: worker.loop) { [weak self, weak ex] in
                         guard let self, let ex, self.exchange === ex, !ex.requestBodyDone else { return }
-                        ex.throttleBudget = t.packetBytes
+                        ex.phaseState.throttleBudget = t.packetBytes
                         if !ex.machine.isSuspended { self.stream.setReading(true) }
                         self.pumpRequestBody()
                     }
-                    ex.throttleTimer = timer
+                    ex.phaseState.throttleTimer = timer
                     timer.schedule(after: t.delay)
                     return
                 }
-                let available = min(stream.inputLength, ex.throttleBudget)
+                let available = min(stream.inputLength, ex.phaseState.throttleBudget)
                 let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
                     try ex.requestDecoder.next(buf, available: available)
                 }
@@ -131,7 +131,7 @@ extension ClientConnection {
                     if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
                     stream.moveInput(n, to: u.stream)
                     if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkTrailer) }
-                    ex.throttleBudget -= n
+                    ex.phaseState.throttleBudget -= n
                     ex.bytesIn += UInt64(n)
                 case .framing(let n):
                     stream.drainInput(n)
@@ -150,31 +150,31 @@ extension ClientConnection {
             respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
             return
         }
-        ex.throttleTimer?.cancel()
+        ex.phaseState.throttleTimer?.cancel()
         ex.machine.requestBodyComplete()
         ex.metrics.requestSent = EventLoop.nowNanos()
     }
 
     /// Sends what the multipart validator allows of the held bytes.
     private func forwardMultipart(_ ex: Exchange, _ u: UpstreamConnection) {
-        let allowed = ex.multipart!.forwardable - ex.multipartSent
+        let allowed = ex.phaseState.multipart!.forwardable - ex.phaseState.multipartSent
         guard allowed > 0 else { return }
-        let n = min(allowed, ex.multipartHeld.count)
-        ex.multipartHeld.withUnsafeBytes { all in
+        let n = min(allowed, ex.phaseState.multipartHeld.count)
+        ex.phaseState.multipartHeld.withUnsafeBytes { all in
             let slice = UnsafeRawBufferPointer(rebasing: all[0..<n])
             if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
             u.send(slice)
             if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkTrailer) }
         }
-        ex.multipartHeld.removeFirst(n)
-        ex.multipartSent += n
+        ex.phaseState.multipartHeld.removeFirst(n)
+        ex.phaseState.multipartSent += n
     }
 
     /// The refusal of a broken multipart body, recorded as a request reject (with the bytes
     /// still held as its sample).
     private func refuseMultipart(_ ex: Exchange, _ e: MultipartError) -> GatewayError {
         ex.requestRejection = RequestRejection(reason: e.reason, message: e.message,
-                                               bodySample: Array(ex.multipartHeld.prefix(RequestRejection.sampleLimit)))
+                                               bodySample: Array(ex.phaseState.multipartHeld.prefix(RequestRejection.sampleLimit)))
         return Self.multipartRefusal(e)
     }
 

@@ -23,22 +23,31 @@ final class Exchange {
     var requestDecoder: BodyDecoder
     var requestOut: OutFraming
     var requestBodyDone: Bool { machine.requestBodyDone }
+    /// The request phase's state (a rebuilt or collected body, a multipart check, upload
+    /// pacing), made only on routes with a `request:` block so that other exchanges stay small.
+    var requestPhase: RequestPhaseState?
+    var phaseState: RequestPhaseState {
+        if let p = requestPhase { return p }
+        let p = RequestPhaseState()
+        requestPhase = p
+        return p
+    }
     /// The body the route's request serializer sends instead of the client's; nil: the
     /// client's body (or none) is relayed.
-    var replacementBody: HTTPRequestSerializer.Replacement?
+    var replacementBody: HTTPRequestSerializer.Replacement? {
+        get { requestPhase?.replacementBody }
+        set { phaseState.replacementBody = newValue }
+    }
     /// The client's body so far, while the gateway reads it whole before choosing an upstream
     /// (a serializer that rebuilds it); nil otherwise.
-    var collected: [UInt8]?
-    /// A `multipart/form-data` body checked while it streams (`validate_multipart`), and the
-    /// payload bytes it holds back (at most the boundary + 5: what may be the close delimiter)
-    /// until it says the body is whole.
-    var multipart: MultipartValidator?
-    var multipartHeld: [UInt8] = []
-    var multipartSent = 0
-    /// Upload pacing (`throttle`): body bytes the current packet may still carry, and the timer
-    /// that opens the next packet after the route's delay.
-    var throttleBudget = 0
-    var throttleTimer: Timer?
+    var collected: [UInt8]? {
+        get { requestPhase?.collected }
+        set { phaseState.collected = newValue }
+    }
+    var multipart: MultipartValidator? {
+        get { requestPhase?.multipart }
+        set { phaseState.multipart = newValue }
+    }
     var bytesIn: UInt64 = 0
     /// Set when the request phase refused the request: what its reject record says.
     var requestRejection: RequestRejection?

@@ -18,12 +18,18 @@ final class Route: Sendable {
     /// The route's request serializer (its `request:` block), built once; nil: the canonical
     /// re-encoding alone.
     let requestSerializer: HTTPRequestSerializer?
+    /// `request.timeout` and `request.throttle`, read once: the per-request path checks these
+    /// plain optionals instead of reaching into the configuration's `request` block.
+    let exchangeTimeout: Duration?
+    let throttle: RequestSerializationConfig.Throttle?
 
     init(_ config: RouteConfig, metrics: RouteMetrics? = nil, health: UpstreamHealth? = nil) {
         self.config = config
         self.metrics = metrics
         self.health = health
         self.requestSerializer = config.request.map(HTTPRequestSerializer.init(config:))
+        self.exchangeTimeout = config.request?.timeout
+        self.throttle = config.request?.throttle
         switch config.upstream {
         case .fixed(let t):
             fixedKey = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,

@@ -12,7 +12,7 @@
 /// - for any other method they are the body, form-urlencoded, with
 ///   `Content-Type: application/x-www-form-urlencoded` unless the client set one; an empty
 ///   body is valid (AF issue #2864).
-public struct HTTPRequestSerializer: Sendable, Equatable {
+public final class HTTPRequestSerializer: Sendable, Equatable {
     public let config: RequestSerializationConfig
     /// Lowercase names of client fields left out: removed, or replaced by an override.
     public let droppedNames: Set<String>
@@ -20,6 +20,8 @@ public struct HTTPRequestSerializer: Sendable, Equatable {
     public let query: String
     /// `Authorization`'s value, when the route sets one.
     public let authorizationValue: String?
+
+    public static func == (a: HTTPRequestSerializer, b: HTTPRequestSerializer) -> Bool { a.config == b.config }
 
     public init(config: RequestSerializationConfig) {
         self.config = config
