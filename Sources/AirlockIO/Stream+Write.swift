@@ -130,7 +130,7 @@ extension Stream {
     }
 
     /// `queueFlush`'s encryption: a failure is kept for `flush`, which reports it. Runs no callback.
-    private func encryptQueued(_ tls: TLSClientSession) -> Bool {
+    private func encryptQueued(_ tls: TLSSession) -> Bool {
         guard let why = tls.encrypt(output) else { return true }
         tls.encryptFailure = why
         return false
@@ -138,7 +138,7 @@ extension Stream {
 
     /// Encrypts all queued plaintext into the session's `wire` (or reports the failure a
     /// batched write met); on failure the stream fails, and false is returned.
-    private func encrypt(_ tls: TLSClientSession) -> Bool {
+    private func encrypt(_ tls: TLSSession) -> Bool {
         let why = tls.encryptFailure ?? tls.encrypt(output)
         tls.encryptFailure = nil
         guard let why else { return true }
