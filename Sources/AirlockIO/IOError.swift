@@ -18,6 +18,10 @@ public struct IOError: Error, Sendable, CustomStringConvertible {
         case leafName = "leaf-name-refused"
         /// OpenSSL failed to build or sign a certificate.
         case mint = "mint-failed"
+        /// A file that would be overwritten without being told to (`airlock ca init` without --force).
+        case exists = "file-exists"
+        /// A file that could not be written.
+        case write = "write-failed"
     }
 
     public let code: Code
