@@ -5,7 +5,8 @@ import CLibevent
 /// as client TLS (decrypted input, records through `wire` and the loop's batched writes,
 /// close_notify on close).
 extension Stream {
-    /// Starts the TLS server handshake on this open, accepted stream. Bytes already in the
+    /// Starts the TLS server handshake on this open, accepted stream. Output already queued
+    /// (the `200` answering CONNECT) is sent first, in plain. Bytes already in the
     /// input (a ClientHello sent right behind the CONNECT head) are fed to the handshake
     /// first. The delegate hears `.connected` when the handshake completes, or
     /// `.tlsFailed(reason)` (garbage instead of a ClientHello, a refused server name, the
@@ -16,6 +17,15 @@ extension Stream {
         guard state == .open, fd >= 0, tlsSession == nil else {
             delegate?.stream(self, event: .tlsFailed("TLS can start only once, on an open stream"))
             return
+        }
+        // Plain output queued before TLS (the `200` answering CONNECT) goes now, unencrypted:
+        // after this call everything is TLS. A few bytes on a fresh connection always fit.
+        if outputLength > 0 {
+            _ = plainWrite()
+            guard outputLength == 0 else {
+                fail(.tlsFailed("the plain output before TLS could not be sent"))
+                return
+            }
         }
         let prefix = takeInputForHandshake()
         guard let session = TLSSession(server: context, fd: fd, prefix: prefix, fallbackName: fallbackName) else {

@@ -182,13 +182,15 @@ public final class Stream {
     }
 
     /// The read event is armed while the owner wants input, the input is under its high
-    /// watermark, and the peer has not closed (or while lingering).
+    /// watermark, and the peer has not closed (or while lingering). A TLS handshake in
+    /// progress keeps its own arming: the owner's settings apply once it is done.
     func updateReadEvent() {
         let should: Bool
         switch state {
         case .open: should = wantRead && evbuffer_get_length(input) < readHighWatermark
         case .lingering: should = true
-        case .connecting, .handshaking, .eof, .flushing, .closed: should = false
+        case .handshaking: return   // the handshake arms its own events (Stream+TLS)
+        case .connecting, .eof, .flushing, .closed: should = false
         }
         if should && !readArmed {
             readArmed = true
