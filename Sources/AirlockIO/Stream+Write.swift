@@ -129,6 +129,13 @@ extension Stream {
         }
     }
 
+    /// Encrypts the queued plaintext, then queues close_notify behind it (`closeAfterFlush`
+    /// on a TLS stream); a failure fails the stream.
+    func queueCloseNotify() {
+        guard let tls, state != .handshaking, encrypt(tls) else { return }
+        _ = tls.shutdown()
+    }
+
     /// `queueFlush`'s encryption: a failure is kept for `flush`, which reports it. Runs no callback.
     private func encryptQueued(_ tls: TLSSession) -> Bool {
         guard let why = tls.encrypt(output) else { return true }
