@@ -11,7 +11,9 @@ extension Stream {
     /// first. The delegate hears `.connected` when the handshake completes, or
     /// `.tlsFailed(reason)` (garbage instead of a ClientHello, a refused server name, the
     /// read timeout, which bounds the handshake): from the loop, never from inside this call
-    /// (only an OpenSSL allocation failure is reported at once). `fallbackName` is
+    /// (only misuse — a second start, a stream not open — and an OpenSSL allocation failure
+    /// are reported at once). Settings the owner changes during the handshake (reading,
+    /// watermarks) apply once it is done. `fallbackName` is
     /// the name the leaf is minted for when the client sends no SNI (the CONNECT host).
     public func startServerTLS(_ context: TLSServerContext, fallbackName: String) {
         guard state == .open, fd >= 0, tlsSession == nil else {

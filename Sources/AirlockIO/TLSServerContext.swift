@@ -34,7 +34,9 @@ public final class TLSServerContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(ctx) }
 
-    /// The leaf for `name` (a DNS name or IP literal), from the cache or minted now.
+    /// The leaf for `name` (a DNS name or IP literal), from the cache or minted now (under
+    /// the cache's lock, so a name is minted once however many workers ask; a mint is one
+    /// ECDSA signature).
     /// Throws `.leafName` for a name that is neither (nothing is minted), `.mint` on failure.
     public func leaf(for name: String) throws(IOError) -> LeafCertificate {
         let checked = try LeafName(validating: name)
