@@ -47,6 +47,8 @@ extension Stream {
         timeouts = StreamTimeouts(read: timeouts.read, write: linger,
                                   readTV: timeouts.readTV, writeTV: loop.commonTimeout(linger))
         updateReadEvent()
+        // TLS: the last records, then close_notify, leave before the TCP half-close.
+        if tlsSession != nil { queueCloseNotify() }
         if outputLength == 0 {
             if peerClosed { close() } else { startLingering() }
         } else if !writeArmed {
