@@ -10,6 +10,18 @@ public struct IOError: Error, Sendable, CustomStringConvertible {
         case socket = "socket-failed"
         case tls = "tls-failed"
         case ioUring = "io-uring-unavailable"
+        /// The local CA's certificate file: unreadable, not a certificate, not a CA.
+        case caCertificate = "ca-certificate"
+        /// The local CA's key file: unreadable, readable by others, not a key, not the certificate's.
+        case caKey = "ca-key"
+        /// A name a leaf certificate will not be minted for (not a DNS name or IP literal).
+        case leafName = "leaf-name-refused"
+        /// OpenSSL failed to build or sign a certificate.
+        case mint = "mint-failed"
+        /// A file that would be overwritten without being told to (`airlock ca init` without --force).
+        case exists = "file-exists"
+        /// A file that could not be written.
+        case write = "write-failed"
     }
 
     public let code: Code

@@ -47,6 +47,11 @@ extension Stream {
         timeouts = StreamTimeouts(read: timeouts.read, write: linger,
                                   readTV: timeouts.readTV, writeTV: loop.commonTimeout(linger))
         updateReadEvent()
+        // TLS: the last records, then close_notify, leave before the TCP half-close.
+        if tlsSession != nil {
+            queueCloseNotify()
+            guard state == .flushing else { return }   // the encryption failed: closed
+        }
         if outputLength == 0 {
             if peerClosed { close() } else { startLingering() }
         } else if !writeArmed {

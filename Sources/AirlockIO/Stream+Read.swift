@@ -111,7 +111,7 @@ extension Stream {
     }
 
     /// One read: > 0 bytes, 0 end of stream, -1 with errno set (EAGAIN: nothing now),
-    /// -2 TLS failure (`TLSClientSession.readFailure`).
+    /// -2 TLS failure (`TLSSession.readFailure`).
     private func readOnce() -> Int {
         if let t = tlsSession { return t._withUnsafeGuaranteedRef { tlsReadOnce($0) } }
         if !bulkReads {
@@ -156,7 +156,7 @@ extension Stream {
 
     /// One SSL_read into reserved space: > 0 bytes, 0 clean close (close_notify),
     /// -1 with errno EAGAIN (nothing now), -2 failure or close without close_notify.
-    private func tlsReadOnce(_ tls: TLSClientSession) -> Int {
+    private func tlsReadOnce(_ tls: TLSSession) -> Int {
         var iov = iovec()
         guard evbuffer_reserve_space(input, Self.readChunk, &iov, 1) >= 1 else { return -1 }
         let r = tls.read(into: iov.iov_base, count: Swift.min(iov.iov_len, Self.readChunk))
@@ -169,14 +169,14 @@ extension Stream {
         }
         evbuffer_commit_space(input, nil, 0)
         switch r {
-        case TLSClientSession.wantRead:
+        case TLSSession.wantRead:
             errno = EAGAIN
             return -1
-        case TLSClientSession.wantWrite:
+        case TLSSession.wantWrite:
             armWrite(true)
             errno = EAGAIN
             return -1
-        case TLSClientSession.closed:
+        case TLSSession.closed:
             return 0
         default:
             return -2

@@ -1,7 +1,8 @@
 import CLibevent
 
-/// A connecting stream's TLS handshake, and what the owner may ask of the session after it.
-/// The `TLSClientSession` does the OpenSSL part; the stream arms its events and reports.
+/// A stream's TLS handshake (a connecting stream's client handshake here, an accepted
+/// stream's server handshake starts in `Stream+ServerTLS`), and what the owner may ask of
+/// the session after it. The `TLSSession` does the OpenSSL part; the stream arms its events and reports.
 extension Stream {
     /// The chain the server presented (leaf first), or nil for plain TCP.
     public var tlsPeerChain: [PeerCertificate]? { tls?.peerChain }
@@ -16,7 +17,7 @@ extension Stream {
     }
 
     func startHandshake() {
-        guard let setup = tlsSetup, let session = TLSClientSession(setup: setup, fd: fd) else {
+        guard let setup = tlsSetup, let session = TLSSession(setup: setup, fd: fd) else {
             fail(.tlsFailed("SSL_new failed"))
             return
         }
@@ -35,10 +36,13 @@ extension Stream {
             state = .open
             disarm()
             updateReadEvent()
+            // Records the handshake already read past its end fire no socket event.
+            if tls.hasPending { event_active(readEvent, Int32(airlock_ev_read()), 0) }
             delegate?.stream(self, event: .connected)
         case .wantRead:
             armWrite(false)
-            if !readArmed { readArmed = true; add(readEvent, timeouts.writeTV) }
+            // A client handshake is bounded by the connect timeout, a server one by the read timeout.
+            if !readArmed { readArmed = true; add(readEvent, tls.isServer ? timeouts.readTV : timeouts.writeTV) }
         case .wantWrite:
             armWrite(true)
         case .failed(let why):

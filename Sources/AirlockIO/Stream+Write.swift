@@ -129,8 +129,15 @@ extension Stream {
         }
     }
 
+    /// Encrypts the queued plaintext, then queues close_notify behind it (`closeAfterFlush`
+    /// on a TLS stream); a failure fails the stream.
+    func queueCloseNotify() {
+        guard let tls, state != .handshaking, encrypt(tls) else { return }
+        _ = tls.shutdown()
+    }
+
     /// `queueFlush`'s encryption: a failure is kept for `flush`, which reports it. Runs no callback.
-    private func encryptQueued(_ tls: TLSClientSession) -> Bool {
+    private func encryptQueued(_ tls: TLSSession) -> Bool {
         guard let why = tls.encrypt(output) else { return true }
         tls.encryptFailure = why
         return false
@@ -138,7 +145,7 @@ extension Stream {
 
     /// Encrypts all queued plaintext into the session's `wire` (or reports the failure a
     /// batched write met); on failure the stream fails, and false is returned.
-    private func encrypt(_ tls: TLSClientSession) -> Bool {
+    private func encrypt(_ tls: TLSSession) -> Bool {
         let why = tls.encryptFailure ?? tls.encrypt(output)
         tls.encryptFailure = nil
         guard let why else { return true }

@@ -14,7 +14,7 @@ import Glibc
 ///
 /// The class holds the state and the events; its concerns live in extensions:
 /// `Stream+Read` (input and the read strategy), `Stream+Write` (output, flush and the
-/// loop's batched writes), `Stream+TLS` (the handshake, through a `TLSClientSession`) and
+/// loop's batched writes), `Stream+TLS` (the handshake, through a `TLSSession`) and
 /// `Stream+Close` (close, flush-then-linger, failure). `TCPSocket` makes the outgoing socket.
 public final class Stream {
     public unowned(unsafe) var delegate: (any StreamDelegate)?
@@ -29,7 +29,7 @@ public final class Stream {
     @usableFromInline var staged = UnsafeRawBufferPointer(start: nil, count: 0)
     let output: OpaquePointer
     /// What goes to the socket: `output`, or once a TLS handshake is done the session's
-    /// ciphertext buffer (`TLSClientSession.wire`).
+    /// ciphertext buffer (`TLSSession.wire`).
     var wire: OpaquePointer
     var readEvent: OpaquePointer?
     var writeEvent: OpaquePointer?
@@ -59,9 +59,9 @@ public final class Stream {
     /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
     /// unmanaged, so the read and write paths use the session without a retain/release pair
     /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
-    var tlsSession: Unmanaged<TLSClientSession>?
+    var tlsSession: Unmanaged<TLSSession>?
     /// The TLS session as an ordinary reference, for the paths that are not hot.
-    var tls: TLSClientSession? { tlsSession?.takeUnretainedValue() }
+    var tls: TLSSession? { tlsSession?.takeUnretainedValue() }
 
     enum State {
         case connecting      // → .handshaking, .open or .closed
@@ -182,13 +182,15 @@ public final class Stream {
     }
 
     /// The read event is armed while the owner wants input, the input is under its high
-    /// watermark, and the peer has not closed (or while lingering).
+    /// watermark, and the peer has not closed (or while lingering). A TLS handshake in
+    /// progress keeps its own arming: the owner's settings apply once it is done.
     func updateReadEvent() {
         let should: Bool
         switch state {
         case .open: should = wantRead && evbuffer_get_length(input) < readHighWatermark
         case .lingering: should = true
-        case .connecting, .handshaking, .eof, .flushing, .closed: should = false
+        case .handshaking: return   // the handshake arms its own events (Stream+TLS)
+        case .connecting, .eof, .flushing, .closed: should = false
         }
         if should && !readArmed {
             readArmed = true

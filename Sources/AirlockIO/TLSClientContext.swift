@@ -129,6 +129,6 @@ public final class TLSClientContext: @unchecked Sendable {
 /// to the session that owns the connection, which takes OpenSSL's reference (returns 1).
 private let tlsNewSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { ssl, session in
     guard let ssl, let session, let p = airlock_SSL_get_app_data(ssl) else { return 0 }
-    Unmanaged<TLSClientSession>.fromOpaque(p).takeUnretainedValue().offer(session)
+    Unmanaged<TLSSession>.fromOpaque(p).takeUnretainedValue().offer(session)
     return 1
 }

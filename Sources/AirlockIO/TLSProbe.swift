@@ -43,7 +43,7 @@ public enum TLSProbe {
             _ = airlock_SSL_set_tlsext_host_name(ssl, serverName)
         }
         guard SSL_connect(ssl) == 1 else {
-            throw IOError(.tls, "TLS handshake with \(host):\(port) failed: \(TLSClientSession.opensslError(fallback: "handshake failed"))")
+            throw IOError(.tls, "TLS handshake with \(host):\(port) failed: \(TLSSession.opensslError(fallback: "handshake failed"))")
         }
         var presented: [PeerCertificate] = []
         var verification = "no certificate presented"

@@ -3,7 +3,7 @@ import COpenSSL
 
 /// An OpenSSL write BIO that appends every record to an evbuffer (the BIO's data pointer)
 /// instead of writing to the socket. A TLS stream switches its write side to one once the
-/// handshake is done (`TLSClientSession.wire`): its ciphertext is then written like any plain
+/// handshake is done (`TLSSession.wire`): its ciphertext is then written like any plain
 /// output, so it joins the loop's batched writes (`SendRing`), and a large body leaves in
 /// a few `writev`s instead of one `send` per 16 KiB record. Appending cannot block, so
 /// OpenSSL never sees a retry from it.

@@ -7,6 +7,9 @@
 #include <openssl/x509v3.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
 
 /* Macros Swift cannot import. */
 static inline long airlock_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
@@ -43,5 +46,30 @@ static inline STACK_OF(X509) *airlock_sk_X509_new_null(void) { return sk_X509_ne
 static inline int airlock_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 static inline void airlock_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
 static inline void airlock_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
+
+/* Server side (the local CA's interception): no session resumption, so every handshake
+ * runs the certificate callback for its own server name. */
+static inline void airlock_SSL_CTX_server_no_resumption(SSL_CTX *ctx) {
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(ctx, 0);
+}
+static inline int airlock_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
+static inline int airlock_SSL_TLSEXT_ERR_NOACK(void) { return SSL_TLSEXT_ERR_NOACK; }
+static inline int airlock_TLSEXT_NAMETYPE_host_name(void) { return TLSEXT_NAMETYPE_host_name; }
+
+/* BIO retry flags are macros. */
+static inline void airlock_BIO_set_retry_read(BIO *b) { BIO_set_retry_read(b); }
+static inline void airlock_BIO_clear_retry_flags(BIO *b) { BIO_clear_retry_flags(b); }
+
+/* EVP_EC_gen is a macro over a variadic function. */
+static inline EVP_PKEY *airlock_EVP_EC_gen_P256(void) { return EVP_EC_gen("P-256"); }
+
+/* X509V3_set_ctx_nodb is a macro. */
+static inline void airlock_X509V3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
+static inline uint32_t airlock_EXFLAG_CA(void) { return EXFLAG_CA; }
+static inline uint32_t airlock_EXFLAG_BCONS(void) { return EXFLAG_BCONS; }
+static inline uint32_t airlock_EXFLAG_KUSAGE(void) { return EXFLAG_KUSAGE; }
+static inline uint32_t airlock_KU_KEY_CERT_SIGN(void) { return KU_KEY_CERT_SIGN; }
 
 #endif

@@ -23,7 +23,7 @@ extension AirlockConfig {
             "  max_connections_per_upstream: \(limits.maxConnectionsPerUpstream)",
             "  upstream_queue: \(limits.upstreamQueue)",
             "  upstream_queue_timeout: \(ConfigSyntax.formatDuration(limits.upstreamQueueTimeout))",
-        ] + renderAdminYAML() + renderReachabilityYAML() + [
+        ] + renderAdminYAML() + renderReachabilityYAML() + renderCAYAML() + [
             "routes:",
         ]
         for route in routes {

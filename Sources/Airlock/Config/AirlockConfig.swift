@@ -24,6 +24,8 @@ public struct AirlockConfig: Sendable, Equatable {
     public var ioUring: IOUringMode
     /// `reachability:`: the probe interval of fixed upstreams (`GET /upstreams`).
     public var reachability = ReachabilityConfig()
+    /// `ca:`: the local CA for intercepted CONNECT tunnels, loaded and checked; nil without one.
+    public var ca: CAConfig?
 
     public enum IOUringMode: String, Sendable, Equatable, CaseIterable {
         /// Each loop iteration's writes go out in one io_uring submission where the

@@ -15,7 +15,7 @@ struct ConfigReader {
 
     static let topLevelKeys = [
         "listen", "workers", "allow_open_proxy", "limits", "routes", "admin", "admin_allow_remote", "admin_token", "rejects",
-        "io_uring", "reachability",
+        "io_uring", "reachability", "ca",
     ]
     static let limitKeys = [
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
@@ -79,6 +79,7 @@ struct ConfigReader {
         }
         readAdmin(fields, into: &config)
         readReachability(fields, into: &config)
+        readCA(fields, into: &config)
         return config
     }
 

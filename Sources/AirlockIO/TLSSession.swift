@@ -1,15 +1,18 @@
 import CLibevent
 import COpenSSL
 
-/// The client side of one TLS connection: OpenSSL's `SSL` object over a stream's socket,
-/// from the handshake (with SNI and session resumption) to close_notify. `Stream` drives
-/// it and does every socket write itself; this type only turns bytes into records and
-/// back, and never calls back into the stream.
+/// One TLS connection over a stream's socket, either role: OpenSSL's `SSL` object from the
+/// handshake to close_notify. A client session (an upstream) sends SNI and offers a session
+/// for resumption; a server session (an intercepted client, `Stream.startServerTLS`) answers
+/// with a leaf certificate minted for the client's server name (`TLSServerContext`).
+/// `Stream` drives it and does every socket write itself; this type only turns bytes into
+/// records and back, and never calls back into the stream.
 ///
 /// After the handshake, OpenSSL's write side is a `WireBIO` over `wire`: records are
 /// appended there, and the stream writes them like plain output (so TLS streams join the
-/// loop's batched writes). Reads come straight from the socket.
-final class TLSClientSession {
+/// loop's batched writes). Reads come straight from the socket (a server session whose
+/// client spoke first reads those bytes before the socket's: `TLSSession+Server`).
+final class TLSSession {
     /// What `read` returns besides a byte count.
     static let closed = 0        // close_notify: a clean end
     static let wantRead = -1     // nothing to read now
@@ -23,12 +26,16 @@ final class TLSClientSession {
         case failed(String)
     }
 
+    /// Which end of the connection this session is, with what that end needs.
+    enum Role {
+        /// We connected: verification uses the context, new sessions go to the setup's owner.
+        case client(TLSClientContext, onNewSession: (TLSSessionTicket) -> Void)
+        /// We accepted: the context mints the certificate for the client's server name.
+        case server(TLSServerContext)
+    }
+
     let ssl: OpaquePointer
-    private let context: TLSClientContext
-    private let onNewSession: (TLSSessionTicket) -> Void
-    /// The session offered for resumption, held only until the handshake has taken its own
-    /// reference (`SSL_set_session`).
-    private var resume: TLSSessionTicket?
+    let role: Role
     /// Ciphertext OpenSSL wrote and the socket has not taken yet; nil before the handshake.
     private(set) var wire: OpaquePointer?
     /// Why the last `read` returned `failed`.
@@ -36,27 +43,50 @@ final class TLSClientSession {
     /// An encryption failure met while queueing a batched write, reported by the next flush.
     var encryptFailure: String?
 
-    /// A session for `fd`, not yet started; nil when OpenSSL cannot allocate one.
-    init?(setup: TLSSetup, fd: Int32) {
-        guard let s = SSL_new(setup.context.ctx) else { return nil }
+    // Server role only (see TLSSession+Server).
+    /// The socket, for the prefix BIO's reads after the prefix.
+    let fd: Int32
+    /// Bytes the stream had read before the handshake started (the start of the ClientHello),
+    /// fed to OpenSSL before the socket's; nil when there were none.
+    var prefix: OpaquePointer?
+    /// The name to mint for when the client sends no SNI (the CONNECT host).
+    var fallbackName = ""
+    /// The SNI the client sent, once the certificate callback accepted it.
+    var serverName: String?
+    /// Why the certificate callback refused, for the handshake's failure reason.
+    var certificateFailure: String?
+
+    /// An SSL object for `fd` in `role`, its app data pointing at the session; nil when
+    /// OpenSSL cannot allocate one. The role's initializers finish the setup.
+    init?(ctx: OpaquePointer, role: Role, fd: Int32) {
+        guard let s = SSL_new(ctx) else { return nil }
         ssl = s
-        context = setup.context
-        onNewSession = setup.onNewSession
-        resume = setup.session
+        self.role = role
+        self.fd = fd
         _ = airlock_SSL_set_app_data(s, Unmanaged.passUnretained(self).toOpaque())
-        SSL_set_fd(s, fd)
-        SSL_set_connect_state(s)
+    }
+
+    /// A client session for `fd`, not yet started; nil when OpenSSL cannot allocate one.
+    convenience init?(setup: TLSSetup, fd: Int32) {
+        self.init(ctx: setup.context.ctx, role: .client(setup.context, onNewSession: setup.onNewSession), fd: fd)
+        SSL_set_fd(ssl, fd)
+        SSL_set_connect_state(ssl)
         let name = setup.serverName
         if SocketAddress(ipLiteral: name.hasPrefix("[") ? String(name.dropFirst().dropLast()) : name, port: 0) == nil {
-            _ = airlock_SSL_set_tlsext_host_name(s, name)
+            _ = airlock_SSL_set_tlsext_host_name(ssl, name)
         }
-        if let session = resume { SSL_set_session(s, session.session) }   // takes its own reference
-        resume = nil
+        if let session = setup.session { SSL_set_session(ssl, session.session) }   // takes its own reference
+    }
+
+    var isServer: Bool {
+        if case .server = role { return true }
+        return false
     }
 
     deinit {
         SSL_free(ssl)
         if let w = wire { evbuffer_free(w) }
+        if let p = prefix { evbuffer_free(p) }
     }
 
     // MARK: handshake
@@ -70,7 +100,10 @@ final class TLSClientSession {
         switch SSL_get_error(ssl, r) {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
-        default: return .failed(Self.opensslError(fallback: "handshake failed"))
+        default:
+            let why = Self.opensslError(fallback: "handshake failed")
+            if let c = certificateFailure { return .failed("\(c) (\(why))") }
+            return .failed(why)
         }
     }
 
@@ -91,6 +124,7 @@ final class TLSClientSession {
     /// A new session from the server, through `TLSClientContext`'s callback: the ticket
     /// takes OpenSSL's reference (so the callback returns 1) and goes to the setup's owner.
     func offer(_ session: OpaquePointer) {
+        guard case .client(_, let onNewSession) = role else { return }
         onNewSession(TLSSessionTicket(taking: session))
     }
 
@@ -108,10 +142,19 @@ final class TLSClientSession {
 
     var isResumed: Bool { SSL_session_reused(ssl) == 1 }
 
+    /// The protocol ALPN agreed, nil when none.
+    var alpn: String? {
+        var p: UnsafePointer<UInt8>?
+        var n: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &p, &n)
+        guard let p, n > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(n)), as: UTF8.self)
+    }
+
     /// Runs one X509 validation of the presented chain (see TLSClientContext.verify).
     func verify(anchors: TLSClientContext.Anchors, hostname: String?)
         -> Result<[PeerCertificate], TLSClientContext.VerifyError> {
-        guard let chain = SSL_get_peer_cert_chain(ssl) else {
+        guard case .client(let context, _) = role, let chain = SSL_get_peer_cert_chain(ssl) else {
             return .failure(.init(code: -1, text: "no TLS peer chain"))
         }
         return context.verify(peerChain: chain, anchors: anchors, hostname: hostname)
