@@ -22,6 +22,10 @@ extension ClientConnection: UpstreamOwner {
             respondError(e, exchange: nil, requestID: id, request: req)
             return
         }
+        if req.method == .connect {
+            dispatchConnect(req, id: id)
+            return
+        }
         let peer: UpstreamPeer
         switch phases.upstreamPeer(req) {
         case .success(let p): peer = p

@@ -16,6 +16,8 @@ final class ClientConnection: StreamDelegate {
     var timer: Timer!
     var timerMode: TimerMode = .idle
     var exchange: Exchange?
+    /// The CONNECT tunnel this connection became (`lifecycle.phase == .tunneling`).
+    var tunnel: Tunnel?
     /// True while `readHead` runs (it is not re-entered: see there).
     var readingHeads = false
     /// The upstream connection that served this client's last exchange. A preference for the
@@ -91,7 +93,7 @@ final class ClientConnection: StreamDelegate {
             } else {
                 pumpRequestBody()
             }
-        case .closed: break
+        case .tunneling, .closed: break   // a tunnel is its streams' delegate
         }
     }
 
@@ -137,7 +139,7 @@ final class ClientConnection: StreamDelegate {
                 return
             }
             clientAborted(event)
-        case .closed:
+        case .tunneling, .closed:
             break
         }
     }
@@ -249,12 +251,13 @@ final class ClientConnection: StreamDelegate {
     /// carries `Connection: close`; an idle connection closes at once (once what is queued for
     /// it has gone out), unless a request has already arrived on it, which is answered first.
     func drain() {
-        lifecycle.drain()
+        lifecycle.drain()   // a tunnel runs on until the drain timeout (`abort`)
         if phase == .awaitingHead && !readingHeads { readHead() }
     }
 
     /// The drain timeout passed: an exchange still in flight is cut (and logged as such).
     func abort() {
+        if let t = tunnel { t.abort(); return }
         guard let ex = exchange else { close(); return }
         _ = ex.machine.clientGone()
         endExchange(ex, .aborted(GatewayError(.drainTimeout, status: 503,

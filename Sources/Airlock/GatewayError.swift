@@ -8,7 +8,15 @@ struct GatewayError: Error, Sendable {
         case badRequest = "bad-request"                 // wire reason used instead when known
         case noRoute = "no-route"
         case loopDetected = "loop-detected"
-        case connectUnsupported = "connect-not-supported"
+        /// 403: the CONNECT's route says `connect: deny` (the default).
+        case connectDenied = "connect-denied"
+        /// 403: the CONNECT names a port outside its route's `connect_ports`.
+        case connectPortDenied = "connect-port-denied"
+        /// 400: a CONNECT that declares a body (Content-Length > 0 or chunked): the bytes behind
+        /// a CONNECT head belong to the tunnel, so a framed body there is ambiguous.
+        case connectWithBody = "connect-with-body"
+        /// 501: the route says `connect: intercept`, which needs the local CA (not built yet).
+        case connectInterceptUnavailable = "connect-intercept-unavailable"
         case bodyTooLarge = "body-too-large"
         case headerTimeout = "header-timeout"
         case upstreamUnresolvable = "upstream-unresolvable"

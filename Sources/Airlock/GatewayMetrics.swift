@@ -14,6 +14,8 @@ final class GatewayMetrics: Sendable {
     /// Exchanges in flight (AFNetworking's activity indicator): incremented when a request is
     /// routed, decremented when its exchange is logged.
     let inFlight: Meter
+    /// CONNECT tunnels open (connecting or relaying).
+    let tunnelsOpen: Meter
     /// Requests answered before any route matched (bad head, no route, loop): route "-",
     /// by status class.
     let unrouted: StatusClassCounters
@@ -35,6 +37,7 @@ final class GatewayMetrics: Sendable {
         self.registry = registry
         self.factory = factory
         inFlight = Meter(label: "airlock_in_flight_requests", dimensions: [], factory: factory)
+        tunnelsOpen = Meter(label: "airlock_tunnels_open", dimensions: [], factory: factory)
         unrouted = StatusClassCounters(route: "-", factory: factory)
         routes = config.routes.map { r in
             let upstream: String
@@ -69,6 +72,17 @@ final class GatewayMetrics: Sendable {
                 factory: factory).increment()
     }
 
+    /// A CONNECT tunnel ended: `airlock_tunnels_total{route, end}` (looked up by label, once
+    /// per tunnel) and its bytes each way on the route's `airlock_tunnel_bytes_total`.
+    func tunnelEnded(route: RouteMetrics?, name: String, end: String, bytesUp: UInt64, bytesDown: UInt64) {
+        CoreMetrics.Counter(label: "airlock_tunnels_total", dimensions: [("route", name), ("end", end)], factory: factory)
+            .increment()
+        if let route {
+            if bytesUp > 0 { route.tunnelBytesUp.increment(by: Int64(clamping: bytesUp)) }
+            if bytesDown > 0 { route.tunnelBytesDown.increment(by: Int64(clamping: bytesDown)) }
+        }
+    }
+
     /// A request the gateway answered with an error of its own, by error code. Rare.
     func gatewayError(route: String, error: String) {
         CoreMetrics.Counter(label: "airlock_gateway_errors_total", dimensions: [("route", route), ("error", error)],
@@ -82,6 +96,9 @@ final class RouteMetrics: Sendable {
     private let requests: StatusClassCounters
     let bytesIn: CoreMetrics.Counter
     let bytesOut: CoreMetrics.Counter
+    /// CONNECT tunnel payload, client → upstream ("up") and upstream → client ("down").
+    let tunnelBytesUp: CoreMetrics.Counter
+    let tunnelBytesDown: CoreMetrics.Counter
     /// Time to a connected upstream (resolve + TCP connect), new connections only.
     let connect: CoreMetrics.Timer
     /// The TLS handshake and trust evaluation, new https connections only.
@@ -102,6 +119,10 @@ final class RouteMetrics: Sendable {
         requests = StatusClassCounters(route: route, factory: factory)
         bytesIn = CoreMetrics.Counter(label: "airlock_request_bytes_total", dimensions: [("route", route)], factory: factory)
         bytesOut = CoreMetrics.Counter(label: "airlock_response_bytes_total", dimensions: [("route", route)], factory: factory)
+        tunnelBytesUp = CoreMetrics.Counter(label: "airlock_tunnel_bytes_total", dimensions: [("route", route), ("direction", "up")],
+                                            factory: factory)
+        tunnelBytesDown = CoreMetrics.Counter(label: "airlock_tunnel_bytes_total", dimensions: [("route", route), ("direction", "down")],
+                                              factory: factory)
         connect = CoreMetrics.Timer(label: "airlock_upstream_connect_seconds", dimensions: [("route", route)], factory: factory)
         tls = CoreMetrics.Timer(label: "airlock_upstream_tls_seconds", dimensions: [("route", route)], factory: factory)
         latency = LatencyHistograms(route: route)

@@ -12,12 +12,15 @@ struct GatewayPhases: ProxyPhases {
 
     // MARK: request filter
 
-    /// CONNECT (not supported yet), a declared body over `limits.body_bytes`, and a request
+    /// A CONNECT that declares a body, a declared body over `limits.body_bytes`, and a request
     /// that already passed through this gateway (its `Via` token).
     func requestFilter(_ req: RequestHead) -> GatewayError? {
-        if req.method == .connect {
-            return GatewayError(.connectUnsupported, status: 501,
-                                message: "CONNECT tunnels are not supported", source: .client, mustClose: true)
+        if req.method == .connect, req.framing != .none, req.framing != .length(0) {
+            // Bytes behind a CONNECT head are the tunnel's (RFC 9110 9.3.6: a CONNECT body has
+            // no defined meaning); a framed one would be relayed as tunnel data or lost.
+            return GatewayError(.connectWithBody, status: 400,
+                                message: "a CONNECT request must not declare a body (Content-Length or Transfer-Encoding)",
+                                source: .client, mustClose: true)
         }
         let limit = worker.limits.bodyBytes
         if case .length(let n) = req.framing, n > UInt64(limit) {
@@ -44,7 +47,8 @@ struct GatewayPhases: ProxyPhases {
         case .absolute(_, _, _, let p): path = p
         default: path = "/"
         }
-        guard let route = worker.routes.first(host: req.host, path: path) else {
+        let port = req.port ?? (Self.isHTTPS(req.target) ? 443 : 80)
+        guard let route = worker.routes.first(host: req.host, path: path, port: port) else {
             return .failure(GatewayError(.noRoute, status: 403, message: "no route for host \(req.host)", source: .client))
         }
         if let fixed = route.fixedKey { return .success(UpstreamPeer(route: route, key: fixed)) }
@@ -53,6 +57,57 @@ struct GatewayPhases: ProxyPhases {
         let key = UpstreamKey(scheme: scheme.rawValue, host: req.host, port: req.port ?? (scheme == .https ? 443 : 80),
                               trust: scheme == .https ? route.config.security.trustIdentity : "")
         return .success(UpstreamPeer(route: route, key: key))
+    }
+
+    private static func isHTTPS(_ target: RequestTarget) -> Bool {
+        if case .absolute(.https, _, _, _) = target { return true }
+        return false
+    }
+
+    // MARK: connect peer
+
+    /// The first route whose host (and `match.port`) matches the CONNECT authority and whose
+    /// match names no path; its `connect:` policy, then its `connect_ports`. Every refusal
+    /// closes the connection (what the client sent behind the head is not a request).
+    func connectPeer(_ req: RequestHead) -> Result<ConnectPeer, GatewayError> {
+        guard case .authority(let host, let port) = req.target else {
+            return .failure(GatewayError(.badRequest, status: 400, message: "CONNECT without an authority-form target",
+                                         source: .client, mustClose: true))
+        }
+        let target = "\(host):\(port)"
+        guard let route = worker.routes.first(connectHost: host, port: port) else {
+            var e = GatewayError(.noRoute, status: 403, message: "no route for CONNECT \(target)", source: .client, mustClose: true)
+            e.extra = [("host", .string(host))]
+            return .failure(e)
+        }
+        let config = route.config
+        switch config.connect {
+        case .deny:
+            var e = GatewayError(.connectDenied, status: 403,
+                                 message: "route \(config.name) does not allow CONNECT to \(host) (connect: deny)",
+                                 source: .client, mustClose: true)
+            e.extra = [("host", .string(host)), ("route", .string(config.name))]
+            return .failure(e)
+        case .tunnel, .intercept:
+            guard config.connectPorts.contains(port) else {
+                let allowed = config.connectPorts.map(String.init).joined(separator: ", ")
+                var e = GatewayError(.connectPortDenied, status: 403,
+                                     message: "route \(config.name) allows CONNECT only to port(s) \(allowed), not \(port)",
+                                     source: .client, mustClose: true)
+                e.extra = [("host", .string(host)), ("port", .int(Int(port))), ("route", .string(config.name))]
+                return .failure(e)
+            }
+        }
+        var upstreamHost = host
+        var upstreamPort = port
+        if case .fixed(let t) = config.upstream {
+            upstreamHost = t.host
+            upstreamPort = t.port
+        } else if upstreamHost.hasPrefix("[") {
+            upstreamHost = String(upstreamHost.dropFirst().dropLast())
+        }
+        return .success(ConnectPeer(route: route, policy: config.connect, host: upstreamHost, port: upstreamPort,
+                                    target: target))
     }
 
     // MARK: upstream request filter
@@ -163,7 +218,7 @@ struct GatewayPhases: ProxyPhases {
     }
 
     /// `request.error`: at error level when the upstream failed, warning otherwise.
-    private func logError(_ e: GatewayError, _ ex: Exchange?, _ summary: RequestSummary) {
+    func logError(_ e: GatewayError, _ ex: Exchange?, _ summary: RequestSummary) {
         var md: Logger.Metadata = [
             "request_id": .string(summary.id.description),
             "status": .stringConvertible(e.status),

@@ -8,6 +8,11 @@ import AirlockWire
 ///     requestFilter → upstreamPeer → upstreamRequestFilter (the route's request serializer)
 ///         → connect + trust (session) → upstreamResponseFilter → relay → logging
 ///
+/// A CONNECT request takes its own branch after the request filter:
+///
+///     requestFilter → connectPeer → tunnel (`Tunnel`: connect, 200, raw relay)
+///                                 | beginInterception (`connect: intercept`) → logging(tunnel:)
+///
 /// Each phase is one method with a default. `ClientConnection` is the executor: it calls the
 /// phases in order over one typed per-request context (`Exchange`) and performs what the
 /// `ExchangeMachine` decides between them. `logging` runs exactly once per request, last,
@@ -19,6 +24,9 @@ protocol ProxyPhases {
     func requestFilter(_ req: RequestHead) -> GatewayError?
     /// The route and the upstream a request goes to.
     func upstreamPeer(_ req: RequestHead) -> Result<UpstreamPeer, GatewayError>
+    /// What becomes of a CONNECT: its route's policy (`connect:`), port check and tunnel target,
+    /// or why it is refused (403 no-route, connect-denied, connect-port-denied).
+    func connectPeer(_ req: RequestHead) -> Result<ConnectPeer, GatewayError>
     /// The request phase: what the route's request serializer makes of the request before
     /// any upstream is chosen (a body to replace or to read whole first, a multipart body to
     /// check while it streams), or why it refuses it.
@@ -28,6 +36,9 @@ protocol ProxyPhases {
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
     /// The last phase: every record and counter of one request, exactly once.
     func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd)
+    /// The last phase of a CONNECT tunnel: its records and counters, exactly once
+    /// (`TunnelMachine.claimLogging`), whether it ended cleanly, in error, or before the 200.
+    func logging(tunnel: Tunnel, _ end: TunnelEnd)
 }
 
 extension ProxyPhases {
@@ -37,12 +48,25 @@ extension ProxyPhases {
         .relay
     }
     func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {}
+    func logging(tunnel: Tunnel, _ end: TunnelEnd) {}
 }
 
 /// `upstreamPeer`'s answer: the route, and the upstream connection key (pool identity).
 struct UpstreamPeer {
     let route: Route
     let key: UpstreamKey
+}
+
+/// `connectPeer`'s answer: the route, what it does with the CONNECT, and where a tunnel goes
+/// (the CONNECT authority on an `origin` route, the fixed upstream's host and port otherwise).
+struct ConnectPeer {
+    let route: Route
+    let policy: ConnectPolicy
+    /// Host as a resolver takes it (IPv6 without brackets) and port.
+    let host: String
+    let port: UInt16
+    /// `host:port` as the client wrote it in the CONNECT (lower-cased host): for logs.
+    let target: String
 }
 
 /// `upstreamRequestFilter`'s answer.

@@ -50,7 +50,12 @@ final class Route: Sendable {
 }
 
 extension Array where Element == Route {
-    func first(host: String, path: String) -> Route? {
-        first { $0.config.matches(host: host, path: path) }
+    func first(host: String, path: String, port: UInt16? = nil) -> Route? {
+        first { $0.config.matches(host: host, path: path, port: port) }
+    }
+
+    /// The route a `CONNECT host:port` goes by (`RouteConfig.matchesConnect`).
+    func first(connectHost host: String, port: UInt16) -> Route? {
+        first { $0.config.matchesConnect(host: host, port: port) }
     }
 }

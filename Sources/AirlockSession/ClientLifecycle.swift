@@ -11,6 +11,7 @@ public struct ClientLifecycle: Sendable, Equatable {
         case awaitingHead      // between requests (keep-alive), or a head is arriving → .forwarding, .pausedForOutput, .closed
         case pausedForOutput   // responses wait unread: no further request is taken → .awaitingHead (the client read), .closed
         case forwarding        // an exchange is in flight → .awaitingHead (keep-alive), .closed
+        case tunneling         // a CONNECT tunnel owns the connection: no request follows → .closed
         case closed            // final
     }
 
@@ -46,9 +47,15 @@ public struct ClientLifecycle: Sendable, Equatable {
         if phase == .awaitingHead { phase = .forwarding }
     }
 
+    /// A CONNECT was accepted: the connection becomes a tunnel (or its refusal closes it);
+    /// it never carries another request.
+    public mutating func tunnelStarted() {
+        if phase == .awaitingHead { phase = .tunneling }
+    }
+
     /// The exchange ended and the connection stays (keep-alive): back to heads.
     public mutating func exchangeEnded() {
-        if phase != .closed { phase = .awaitingHead }
+        if phase != .closed && phase != .tunneling { phase = .awaitingHead }
     }
 
     /// Responses pile up unread: take no further request until the client reads.
@@ -82,7 +89,7 @@ public struct ClientLifecycle: Sendable, Equatable {
     /// Whether the connection can carry another request after the current one: the gateway is
     /// not stopping, and the client can still send, or already sent more (`inputBuffered`).
     public func carriesAnotherRequest(inputBuffered: Bool) -> Bool {
-        shutdown == .running && (input == .open || inputBuffered)
+        phase != .tunneling && shutdown == .running && (input == .open || inputBuffered)
     }
 
     /// Whether a head that has begun must finish within header_timeout: a half-closed client's

@@ -76,6 +76,7 @@ public final class RawClient: @unchecked Sendable {
                                    headers: head.headers.map { ($0.name, $0.value) },
                                    body: [], wasChunked: false, trailers: [], raw: [])
         let bodiless = requestMethod.uppercased() == "HEAD" || (100..<200).contains(status)
+            || (requestMethod.uppercased() == "CONNECT" && (200..<300).contains(status))   // a tunnel follows
             || status == 204 || status == 304
         if !bodiless {
             if head.hasTransferEncoding {

@@ -20,11 +20,13 @@ public enum RequestTarget: Sendable, Equatable {
         }
     }
 
-    /// Parses a target for `method`. Every problem is `badTarget` (400).
+    /// Parses a target for `method`. Every problem is `badTarget` (400), or for CONNECT
+    /// `invalidConnectTarget` (400).
     ///
     /// - origin-form must start with "/" and hold only pchar, "/", "?" and valid `%HH`.
     /// - absolute-form: scheme http/https (any case), no userinfo, non-empty host, valid port.
-    /// - authority-form only (and always) with CONNECT; asterisk-form only with OPTIONS.
+    /// - authority-form only (and always) with CONNECT (`invalidConnectTarget` when it is not one);
+    ///   asterisk-form only with OPTIONS.
     /// - A fragment (`#`) is refused in every form.
     static func parse(_ bytes: UnsafeRawBufferPointer, method: Method) throws(WireError) -> RequestTarget {
         guard let first = bytes.first else { throw WireError(.badTarget, "empty target") }
@@ -42,9 +44,14 @@ public enum RequestTarget: Sendable, Equatable {
         return try parseAbsoluteForm(bytes)
     }
 
+    /// CONNECT's `host:port` (RFC 9110 9.3.6), strictly: a reg-name or IPv4 address, or an
+    /// IPv6 address in brackets; then ":" and a port 1...65535 of 1–5 digits. Everything else
+    /// (no port, userinfo, a path, query or fragment, an unbracketed IPv6 address, an empty
+    /// host, a scheme) is `invalidConnectTarget` (400), whose detail names the problem.
     private static func parseAuthorityForm(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> RequestTarget {
-        let authority = try Authority.parse(bytes, requirePort: true, code: .badTarget)
-        return .authority(host: authority.host, port: authority.port ?? 0)
+        let authority = try Authority.parse(bytes, requirePort: true, code: .invalidConnectTarget)
+        guard let port = authority.port else { throw WireError.quoting(.invalidConnectTarget, "port required: ", bytes) }
+        return .authority(host: authority.host, port: port)
     }
 
     private static func parseAbsoluteForm(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> RequestTarget {

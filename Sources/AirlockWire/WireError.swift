@@ -11,6 +11,9 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case badRequestLine = "bad-request-line"
         case badMethod = "bad-method"
         case badTarget = "bad-target"
+        /// A CONNECT request-target that is not `host:port` (RFC 9110 9.3.6): no port, port 0 or
+        /// over 65535, userinfo, a path or query, an unbracketed IPv6 address, an empty host.
+        case invalidConnectTarget = "invalid-connect-target"
         case badVersion = "bad-version"
         case unsupportedVersion = "unsupported-version"
         case badHeaderName = "bad-header-name"

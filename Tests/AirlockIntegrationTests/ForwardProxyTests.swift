@@ -191,12 +191,14 @@ class ForwardProxyTests: XCTestCase {
         XCTAssertEqual(origin.requests.map(\.target), ["/one", "/echo", "/three"])
     }
 
-    func testConnectIsNotImplemented() throws {
+    /// A route without `connect:` denies CONNECT (the default); tunnels: `TunnelRelayTests`.
+    func testConnectIsDeniedByDefault() throws {
         let c = try RawClient(port: airlock.port)
         defer { c.close() }
-        let r = try c.exchange("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
-        XCTAssertEqual(r.status, 501)
-        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "connect-not-supported")
+        let r = try c.exchange("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n",
+                               method: "CONNECT")
+        XCTAssertEqual(r.status, 403)
+        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "connect-denied")
         XCTAssertEqual(origin.acceptedConnections, 0)
     }
 

@@ -76,4 +76,18 @@ final class ClientLifecycleTests: XCTestCase {
         l.exchangeEnded()
         XCTAssertEqual(l.phase, .closed, "closed is final")
     }
+
+    func testATunnelCarriesNoFurtherRequest() {
+        var l = ClientLifecycle()
+        l.tunnelStarted()
+        XCTAssertEqual(l.phase, .tunneling)
+        XCTAssertFalse(l.carriesAnotherRequest(inputBuffered: true), "bytes behind a CONNECT are the tunnel's")
+        XCTAssertEqual(l.whenIdle(inputBuffered: 0, idleFor: .seconds(1), drainGrace: grace), .keepWaiting)
+        l.exchangeEnded()
+        XCTAssertEqual(l.phase, .tunneling, "never back to heads")
+        l.drain()
+        XCTAssertEqual(l.phase, .tunneling, "a drain leaves it to the drain timeout")
+        l.closed()
+        XCTAssertEqual(l.phase, .closed)
+    }
 }

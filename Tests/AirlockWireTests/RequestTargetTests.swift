@@ -89,7 +89,7 @@ final class RequestTargetTests: XCTestCase {
         XCTAssertEqual(head.port, 443)
         XCTAssertEqual(try target("CONNECT", "[::1]:8443"), .authority(host: "[::1]", port: 8443))
         for bad in ["example.com", "/x", "http://example.com:443/", "example.com:443/", "user@example.com:443", "*"] {
-            assertWireError(try target("CONNECT", bad), .badTarget, status: 400, bad)
+            assertWireError(try target("CONNECT", bad), .invalidConnectTarget, status: 400, bad)
         }
     }
 

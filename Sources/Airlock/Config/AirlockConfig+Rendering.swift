@@ -23,6 +23,7 @@ extension AirlockConfig {
             "  max_connections_per_upstream: \(limits.maxConnectionsPerUpstream)",
             "  upstream_queue: \(limits.upstreamQueue)",
             "  upstream_queue_timeout: \(ConfigSyntax.formatDuration(limits.upstreamQueueTimeout))",
+            "  tunnel_idle_timeout: \(ConfigSyntax.formatDuration(limits.tunnelIdleTimeout))",
         ] + renderAdminYAML() + renderReachabilityYAML() + renderCAYAML() + [
             "routes:",
         ]
@@ -33,7 +34,10 @@ extension AirlockConfig {
             if let prefix = route.pathPrefix {
                 lines.append("      path_prefix: \(Self.yamlScalar(prefix))")
             }
+            if let port = route.port { lines.append("      port: \(port)") }
             lines.append("    upstream: \(Self.yamlScalar(route.upstream.description))")
+            lines.append("    connect: \(route.connect.rawValue)")
+            lines.append("    connect_ports: [\(route.connectPorts.map(String.init).joined(separator: ", "))]")
             if route.security != .default {
                 let s = route.security
                 lines.append("    security:")

@@ -57,6 +57,11 @@ extension AirlockConfig {
                     report(path + ".match.path_prefix", "must be a plain path without spaces, control characters, \"?\" or \"#\"")
                 }
             }
+            if route.connect == .tunnel, ok(path + ".connect", path + ".upstream"), case .fixed(let t) = route.upstream,
+               t.scheme != "https" {
+                report(path + ".connect", "tunnel with a fixed upstream needs an https:// URL (the tunnel goes to its "
+                    + "host and port); \(t) is plain http. Use upstream: origin to tunnel to the CONNECT target")
+            }
             if let request = route.request, ok(path + ".request") {
                 // Accepted by the reader, but what the request phase does not do yet is refused
                 // here (fail closed): a key that is silently ignored would look like protection.
@@ -111,7 +116,7 @@ extension LimitsConfig {
         let durations: [(String, Duration)] = [
             ("header_timeout", headerTimeout), ("idle_timeout", idleTimeout), ("connect_timeout", connectTimeout),
             ("upstream_timeout", upstreamTimeout), ("drain_timeout", drainTimeout),
-            ("upstream_queue_timeout", upstreamQueueTimeout),
+            ("upstream_queue_timeout", upstreamQueueTimeout), ("tunnel_idle_timeout", tunnelIdleTimeout),
         ]
         for (key, value) in durations {
             check(key, value > .zero, "must be greater than 0")

@@ -21,10 +21,10 @@ struct ConfigReader {
         "request_line_bytes", "header_bytes", "header_count", "body_bytes",
         "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
         "max_idle_per_upstream", "max_connections",
-        "max_connections_per_upstream", "upstream_queue", "upstream_queue_timeout",
+        "max_connections_per_upstream", "upstream_queue", "upstream_queue_timeout", "tunnel_idle_timeout",
     ]
-    static let routeKeys = ["name", "match", "upstream", "security", "request", "response"]
-    static let matchKeys = ["host", "path_prefix"]
+    static let routeKeys = ["name", "match", "upstream", "connect", "connect_ports", "security", "request", "response"]
+    static let matchKeys = ["host", "path_prefix", "port"]
     /// Route keys later releases will give a meaning; refused until then.
     static let reservedRouteKeys: Set<String> = []
 
@@ -99,6 +99,7 @@ struct ConfigReader {
         readCount(fields, "max_connections_per_upstream") { limits.maxConnectionsPerUpstream = $0 }
         readCount(fields, "upstream_queue") { limits.upstreamQueue = $0 }
         readDuration(fields, "upstream_queue_timeout") { limits.upstreamQueueTimeout = $0 }
+        readDuration(fields, "tunnel_idle_timeout") { limits.tunnelIdleTimeout = $0 }
         readCount(fields, "max_connections") {
             limits.maxConnections = $0
             limits.maxConnectionsSetExplicitly = true
@@ -144,6 +145,7 @@ struct ConfigReader {
         } else if fields["upstream"] == nil {
             fail(path + ".upstream", "required: \"origin\" or an http(s) URL")
         }
+        readConnect(fields, into: &route, at: path)
         if let node = fields["security"] {
             if let security = readSecurity(node, at: path + ".security") {
                 route.security = security
@@ -184,6 +186,55 @@ struct ConfigReader {
         if let node = fields["path_prefix"], let text = scalar(node, at: path + ".path_prefix") {
             route.pathPrefix = text
         }
+        if let node = fields["port"], let text = scalar(node, at: path + ".port") {
+            if let port = Self.port(text) {
+                route.port = port
+            } else {
+                fail(path + ".port", "expected a port 1...65535, got \"\(text)\"")
+            }
+        }
+    }
+
+    /// `connect:` (deny | tunnel | intercept) and `connect_ports:` (a list of ports 1...65535).
+    private mutating func readConnect(_ fields: [String: Node], into route: inout RouteConfig, at path: String) {
+        if let node = fields["connect"], let text = scalar(node, at: path + ".connect") {
+            if let policy = ConnectPolicy(rawValue: text) {
+                route.connect = policy
+            } else {
+                let names = ConnectPolicy.allCases.map(\.rawValue).joined(separator: ", ")
+                fail(path + ".connect", "expected one of \(names), got \"\(text)\"")
+            }
+        }
+        guard let node = fields["connect_ports"] else { return }
+        let key = path + ".connect_ports"
+        let items: [Node]
+        switch node {
+        case .sequence(let list): items = Array(list)
+        case .scalar: items = [node]
+        default:
+            fail(key, "expected a list of ports 1...65535, e.g. [443, 8443]")
+            return
+        }
+        var ports: [UInt16] = []
+        for (i, item) in items.enumerated() {
+            guard let text = scalar(item, at: "\(key)[\(i)]") else { continue }
+            guard let port = Self.port(text) else {
+                fail(key, "each port must be an integer 1...65535, got \"\(text)\"")
+                return
+            }
+            if !ports.contains(port) { ports.append(port) }
+        }
+        if ports.isEmpty, !failedPaths.contains(where: { $0.hasPrefix(key) }) {
+            fail(key, "must list at least one port 1...65535 (leave it out for the default [443])")
+            return
+        }
+        route.connectPorts = ports
+    }
+
+    /// 1–5 digits, 1...65535.
+    static func port(_ text: String) -> UInt16? {
+        guard let p = HostSyntax.parsePort(text), p != 0 else { return nil }
+        return p
     }
 
     // MARK: - Typed scalars

@@ -31,6 +31,8 @@ public struct LimitsConfig: Sendable, Equatable {
     public var upstreamQueue: Int = 256
     public var upstreamQueueTimeout: Duration = .seconds(5)
     public static let maxUpstreamQueue = 100_000
+    /// A CONNECT tunnel with no byte read from either side for this long is closed.
+    public var tunnelIdleTimeout: Duration = .seconds(300)
     /// Whether the config named `max_connections` (a default that does not fit the
     /// descriptor limit adapts quietly; a value the user chose and that cannot be met warns).
     public var maxConnectionsSetExplicitly: Bool {

@@ -7,7 +7,15 @@ public struct RouteConfig: Sendable, Equatable {
     public var host: HostPattern
     /// When set, the route takes only paths that start with it (plain string prefix).
     public var pathPrefix: String?
+    /// `match.port`: when set, the route takes only requests for this port (a CONNECT target's
+    /// port, or the port of the Host field or absolute target, 80/443 by scheme when absent).
+    public var port: UInt16?
     public var upstream: Upstream
+    /// What a CONNECT request matching this route gets (`connect:`, default `deny`).
+    public var connect: ConnectPolicy = .deny
+    /// The ports a CONNECT may name (`connect_ports:`, default `[443]`); another is 403
+    /// connect-port-denied.
+    public var connectPorts: [UInt16] = RouteConfig.defaultConnectPorts
     /// Trust for TLS upstreams (https fixed upstreams, absolute https:// requests on origin routes).
     public var security: RouteSecurity
     /// The `request:` block (issue #13); nil sends requests as the client wrote them. Accepted
@@ -33,16 +41,27 @@ public struct RouteConfig: Sendable, Equatable {
         self.validator = response?.makeValidator()
     }
 
-    /// Whether this route takes a request for `host` (lowercase, no port) and `path`.
-    public func matches(host: String, path: String) -> Bool {
+    /// Whether this route takes a request for `host` (lowercase, no port) and `path`
+    /// (and `port`, when the route names one).
+    public func matches(host: String, path: String, port: UInt16? = nil) -> Bool {
         guard self.host.matches(host) else { return false }
+        if let want = self.port, let port, want != port { return false }
         guard let prefix = pathPrefix else { return true }
         return path.utf8.starts(with: prefix.utf8)
     }
 
+    /// Whether this route takes `CONNECT host:port`: its host (and `match.port`, when set)
+    /// match, and its match names no path other than `/` (a tunnel has no path).
+    public func matchesConnect(host: String, port: UInt16) -> Bool {
+        guard self.host.matches(host) else { return false }
+        if let want = self.port, want != port { return false }
+        return pathPrefix == nil || pathPrefix == "/"
+    }
+
     /// The validator is derived from `response`, so it takes no part in equality.
     public static func == (a: RouteConfig, b: RouteConfig) -> Bool {
-        a.name == b.name && a.host == b.host && a.pathPrefix == b.pathPrefix && a.upstream == b.upstream
+        a.name == b.name && a.host == b.host && a.pathPrefix == b.pathPrefix && a.port == b.port && a.upstream == b.upstream
+            && a.connect == b.connect && a.connectPorts == b.connectPorts
             && a.security == b.security && a.request == b.request && a.response == b.response
     }
 }

@@ -25,6 +25,8 @@ struct AccessRecord {
     /// `NSURLSessionTaskMetrics` phase that happened) and `reused` (nil when no upstream
     /// connection was used). Nil for a request that never became a task.
     var task: (state: String, metrics: TaskMetrics)?
+    /// How a CONNECT tunnel ended (`TunnelEnd`): nil for every other request.
+    var tunnel: String? = nil
 
     static let event: Logger.Message = "request.access"
 
@@ -56,6 +58,7 @@ struct AccessRecord {
             if task.metrics.requestSent != 0 { md["reused"] = .stringConvertible(task.metrics.reused) }
             md["state"] = .string(task.state)
         }
+        if let tunnel { md["tunnel"] = .string(tunnel) }
         return md
     }
 
@@ -112,6 +115,10 @@ struct AccessRecord {
             e.appendString(request.target)
         }
         if let task { Self.encodeTimings(task.metrics, into: &e) }
+        if let tunnel {
+            e.append(",\"tunnel\":")
+            e.appendString(tunnel)
+        }
         if let upstream {
             e.append(",\"upstream\":\"")
             upstream.appendDescription(to: &e.bytes)

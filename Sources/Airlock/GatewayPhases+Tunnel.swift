@@ -1,0 +1,37 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+import Logging
+
+/// The logging phase of a CONNECT tunnel.
+extension GatewayPhases {
+    /// Every record and counter of one tunnel, in this order: the error record (when Airlock
+    /// answered instead of opening it), metrics, the access record (`"tunnel"`: how it ended;
+    /// `bytes_in`: client → upstream, `bytes_out`: upstream → client). Once per tunnel
+    /// (`TunnelMachine.claimLogging`).
+    func logging(tunnel t: Tunnel, _ end: TunnelEnd) {
+        guard t.machine.claimLogging() else { return }
+        let summary = RequestSummary(id: t.id, request: t.request, client: t.client.peer)
+        let status = t.answer?.status ?? 200
+        if let e = t.answer {
+            logError(e, nil, summary)
+            worker.context.metrics.gatewayError(route: t.route.config.name, error: e.reason)
+        }
+        worker.context.metrics.tunnelEnded(route: t.route.metrics, name: t.route.config.name, end: end.rawValue,
+                                           bytesUp: t.bytesUp, bytesDown: t.bytesDown)
+        guard worker.logsAccess else { return }
+        var record = AccessRecord(
+            requestID: t.id, status: status, bytesIn: t.bytesUp, bytesOut: t.bytesDown,
+            durationMillis: (t.durationMillis * 1000).rounded() / 1000, client: t.client.peer,
+            request: ("CONNECT", t.peer.target, t.request.host), route: t.route.config.name,
+            upstream: t.machine.wasEstablished ? t.upstreamAddress : nil,
+            incomplete: end == .clientError || end == .upstreamError || end == .drainTimeout,
+            upstreamTiming: nil, task: nil)
+        record.tunnel = end.rawValue
+        if let buffer = worker.accessLog {
+            buffer.append { record.encode(into: &$0) }
+        } else {
+            worker.logger.info(AccessRecord.event, metadata: record.metadata)
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import AirlockIO
+import CoreMetrics
+import AirlockSerialization
+import AirlockSession
+import AirlockWire
+
+/// One CONNECT tunnel (`connect: tunnel`): resolves and connects the upstream, answers
+/// `200 Connection established`, then relays bytes both ways unparsed, with le-proxy-style
+/// backpressure, half-close and an idle timeout (`Tunnel+Relay`). Every decision is its
+/// `TunnelMachine`'s; this class owns the upstream stream and the idle timer and does what
+/// the machine says. It is the delegate of both streams from `start` on; the client
+/// connection holds it (`ClientConnection.tunnel`) and stays in its worker's table, so a
+/// tunnel counts against `max_connections`, and drains and closes like any connection.
+/// It ends once (`finish`), which runs the logging phase (`logging(tunnel:)`) exactly once.
+final class Tunnel: StreamDelegate {
+    unowned(unsafe) let client: ClientConnection   // the client connection outlives its tunnel
+    let id: RequestID
+    let request: RequestHead
+    let peer: ConnectPeer
+    var machine = TunnelMachine()
+    /// The upstream connection, from the first connect attempt until the tunnel ends.
+    var upstream: Stream?
+    var upstreamAddress: SocketAddress?
+    private var addresses: [SocketAddress] = []
+    private var addressIndex = 0
+    /// Payload bytes client → upstream (after the CONNECT head) and upstream → client.
+    var bytesUp: UInt64 = 0
+    var bytesDown: UInt64 = 0
+    let started = EventLoop.nowNanos()
+    /// When a byte was last read from either side (the idle timeout counts from here).
+    var lastActivity = EventLoop.nowNanos()
+    var idleTimer: AirlockIO.Timer?
+    /// Airlock's own answer, when the tunnel never opened (502, 504, 508).
+    var answer: GatewayError?
+    /// Keeps the tunnel alive until the loop turn after its end (see `finish`).
+    private var reaper: AirlockIO.Timer?
+
+    var worker: Worker { client.worker }
+    var clientStream: Stream { client.stream }
+    var route: Route { peer.route }
+
+    init(client: ClientConnection, id: RequestID, request: RequestHead, peer: ConnectPeer) {
+        self.client = client
+        self.id = id
+        self.request = request
+        self.peer = peer
+    }
+
+    var durationMillis: Double { Double(EventLoop.nowNanos() &- started) / 1_000_000 }
+
+    // MARK: connecting
+
+    /// Takes over the client stream and starts the upstream connect. The client is not read
+    /// until the 200: what it already sent behind the CONNECT head waits in its input.
+    func start() {
+        clientStream.delegate = self
+        clientStream.setReading(false)
+        clientStream.setTimeouts(read: nil, write: nil)   // the tunnel's idle timer governs
+        worker.context.metrics.tunnelsOpen.increment()
+        worker.resolver.resolve(host: peer.host, port: peer.port) { [weak self] result in
+            guard let self, self.machine.state == .connecting else { return }
+            switch result {
+            case .success(let addrs):
+                self.addresses = addrs
+                self.addressIndex = 0
+                self.connectNextAddress()
+            case .failure(let err):
+                self.refuse(GatewayError(.upstreamUnresolvable, status: 502,
+                                         message: "cannot resolve \(peer.host): \(err.detail)", source: .upstream))
+            }
+        }
+    }
+
+    private func connectNextAddress() {
+        var lastError = ""
+        while addressIndex < addresses.count {
+            let addr = addresses[addressIndex]
+            addressIndex += 1
+            upstreamAddress = addr
+            if worker.context.isSelf(addr) {
+                refuse(GatewayError(.loopDetected, status: 508,
+                                    message: "CONNECT target \(addr) is this gateway's own listener", source: .client))
+                return
+            }
+            do {
+                let s = try Stream(loop: worker.loop, connectingTo: addr, timeout: worker.limits.connectTimeout)
+                s.delegate = self
+                upstream = s
+                worker.upstreamOpened()
+                return
+            } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
+                addressIndex -= 1   // an idle pooled connection gave its descriptor
+                lastError = e.description
+            } catch {
+                lastError = "\(error)"
+            }
+        }
+        _ = machine.connectFailed(.refused, moreAddresses: false)
+        answerClient(GatewayError(.upstreamRefused, status: 502,
+                                  message: "cannot connect to \(peer.host):\(peer.port)" + (lastError.isEmpty ? "" : " (\(lastError))"),
+                                  source: .upstream))
+    }
+
+    /// The upstream stream's events while connecting.
+    func upstreamConnectEvent(_ event: StreamEvent) {
+        switch event {
+        case .connected:
+            perform(machine.upstreamConnected())
+        case .writeTimeout, .readTimeout:
+            perform(machine.connectFailed(.timeout, moreAddresses: addressIndex < addresses.count))
+        default:
+            lastConnectError = event
+            perform(machine.connectFailed(.refused, moreAddresses: addressIndex < addresses.count))
+        }
+    }
+    private var lastConnectError: StreamEvent?
+
+    /// Refused before any connect (unresolvable, a loop).
+    private func refuse(_ e: GatewayError) {
+        machine.refusedBeforeConnect()
+        answerClient(e)
+    }
+
+    /// The client gets `e` as a JSON error instead of a 200; the connection then closes.
+    private func answerClient(_ e: GatewayError) {
+        closeUpstream()
+        answer = e
+        let idText = id.description
+        clientStream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: false,
+                                                 requestID: idText, retryAfter: e.retryAfter))
+        finish(.connectFailed)
+    }
+
+    /// The error for a failed connect: 504 after connect_timeout, 502 refused.
+    func connectError(_ f: TunnelMachine.ConnectFailure) -> GatewayError {
+        let addr = upstreamAddress?.description ?? "\(peer.host):\(peer.port)"
+        switch f {
+        case .timeout:
+            return GatewayError(.upstreamTimeout, status: 504,
+                                message: "connect to \(addr) timed out after \(worker.limits.connectTimeout)", source: .upstream)
+        case .refused:
+            var why = ""
+            if case .error(let text)? = lastConnectError { why = ": \(text)" }
+            return GatewayError(.upstreamRefused, status: 502, message: "\(addr) refused the connection\(why)",
+                                source: .upstream)
+        }
+    }
+
+    // MARK: the end
+
+    /// Performs what the machine decided.
+    func perform(_ action: TunnelMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .tryNextAddress:
+            closeUpstream()
+            connectNextAddress()
+        case .establish:
+            establish()
+        case .respondError(let f):
+            answerClient(connectError(f))
+        case .pauseReading(let side):
+            stream(side).setReading(false)
+        case .resumeReading(let side):
+            relay(from: side)
+            if !machine.isPaused(side), !machine.isClosed { stream(side).setReading(true) }
+        case .shutdownWrite(let side):
+            stream(side).shutdownOutput()
+        case .shutdownWhenDrained(let side):
+            stream(side).setWriteLowWatermark(0)
+        case .close(let end):
+            finish(end)
+        }
+    }
+
+    /// The one way out: the upstream closes, the logging phase runs (once), the client
+    /// connection closes (after its queued output on a clean end or an error answer). The
+    /// tunnel stays alive until the next loop turn: the stream callback that ended it may
+    /// still be on the stack.
+    func finish(_ end: TunnelEnd) {
+        guard reaper == nil else { return }
+        idleTimer?.cancel()
+        closeUpstream()
+        worker.context.metrics.tunnelsOpen.decrement()
+        worker.phases.logging(tunnel: self, end)
+        let r = AirlockIO.Timer(loop: worker.loop) { [self] in self.reaper = nil }
+        reaper = r
+        r.schedule(after: .zero)
+        clientStream.delegate = nil
+        client.tunnelEnded(flush: end == .closed || end == .connectFailed)
+    }
+
+    func closeUpstream() {
+        guard let u = upstream else { return }
+        upstream = nil
+        u.delegate = nil
+        u.close()
+        worker.upstreamClosed()
+    }
+
+    /// Draining, and the drain timeout passed.
+    func abort() {
+        perform(machine.drainTimedOut())
+    }
+}

@@ -1,0 +1,111 @@
+import XCTest
+@testable import Airlock
+
+/// `connect:`, `connect_ports:`, `match.port` and `limits.tunnel_idle_timeout`: parsed, refused
+/// at load with the key named, rendered by check-config and read back equal; CONNECT route
+/// matching.
+final class ConnectConfigTests: XCTestCase {
+    private func route(_ extra: String, match: String = "host: \"*\"", upstream: String = "origin") -> String {
+        """
+        routes:
+          - name: r
+            match: { \(match) }
+            upstream: \(upstream)
+        \(extra)
+        """
+    }
+
+    func testDefaultsDenyAndPort443() throws {
+        let config = try XCTUnwrap(assertLoads(defaultRouteYAML))
+        XCTAssertEqual(config.routes[0].connect, .deny)
+        XCTAssertEqual(config.routes[0].connectPorts, [443])
+        XCTAssertNil(config.routes[0].port)
+        XCTAssertEqual(config.limits.tunnelIdleTimeout, .seconds(300))
+    }
+
+    func testParsesPoliciesPortsAndMatchPort() throws {
+        let yaml = """
+            limits:
+              tunnel_idle_timeout: 2s
+            routes:
+              - name: api
+                match: { host: api.example.test, port: 8443 }
+                connect: intercept
+                upstream: origin
+              - name: fixed
+                match: { host: fixed.test }
+                connect: tunnel
+                connect_ports: [443, 8443, 443]
+                upstream: https://127.0.0.1:9443
+              - name: elsewhere
+                match: { host: "*" }
+                connect: tunnel
+                connect_ports: 993
+                upstream: origin
+              - name: closed
+                match: { host: "*.closed.test" }
+                connect: deny
+                upstream: origin
+
+            """
+        let config = try XCTUnwrap(assertLoads(yaml))
+        XCTAssertEqual(config.limits.tunnelIdleTimeout, .seconds(2))
+        XCTAssertEqual(config.routes.map(\.connect), [.intercept, .tunnel, .tunnel, .deny])
+        XCTAssertEqual(config.routes.map(\.connectPorts), [[443], [443, 8443], [993], [443]])
+        XCTAssertEqual(config.routes[0].port, 8443)
+
+        // check-config renders every key, and the rendering loads back equal.
+        let text = config.renderYAML()
+        for line in ["  tunnel_idle_timeout: 2s", "      port: 8443", "    connect: intercept",
+                     "    connect_ports: [443, 8443]", "    connect: deny", "    connect_ports: [443]"] {
+            XCTAssertTrue(text.contains(line + "\n"), "missing \(line) in\n\(text)")
+        }
+        XCTAssertEqual(try AirlockConfig.load(yaml: text), config)
+    }
+
+    func testRefusals() {
+        assertSingleIssue(route("    connect: allow"), at: "routes[0].connect", contains: "deny, tunnel, intercept")
+        assertSingleIssue(route("    connect: Tunnel"), at: "routes[0].connect")
+        for bad in ["[0]", "[65536]", "[443, 70000]", "[https]", "[-1]", "[\"\"]", "[]", "0", "{ a: 1 }"] {
+            let issues = loadIssues(route("    connect: tunnel\n    connect_ports: \(bad)"))
+            XCTAssertEqual(issues.map(\.keyPath).first, "routes[0].connect_ports", "\(bad): \(issues)")
+        }
+    }
+
+    func testMatchPortRefusals() {
+        for bad in ["0", "65536", "x", "-3"] {
+            assertSingleIssue(route("", match: "host: \"*\", port: \(bad)"), at: "routes[0].match.port", contains: "1...65535")
+        }
+    }
+
+    func testTunnelToAPlainHTTPUpstreamIsRefused() {
+        assertSingleIssue(route("    connect: tunnel", upstream: "http://127.0.0.1:9000"), at: "routes[0].connect",
+                          contains: "https://")
+    }
+
+    func testTunnelIdleTimeoutMustBePositive() {
+        assertSingleIssue("limits:\n  tunnel_idle_timeout: 0s\n" + defaultRouteYAML, at: "limits.tunnel_idle_timeout")
+    }
+
+    func testConnectMatching() {
+        let any = RouteConfig(name: "a", host: .any, upstream: .origin)
+        XCTAssertTrue(any.matchesConnect(host: "x.test", port: 443))
+        var port = any
+        port.port = 8443
+        XCTAssertFalse(port.matchesConnect(host: "x.test", port: 443))
+        XCTAssertTrue(port.matchesConnect(host: "x.test", port: 8443))
+        XCTAssertFalse(port.matches(host: "x.test", path: "/", port: 80), "match.port applies to every request")
+        XCTAssertTrue(port.matches(host: "x.test", path: "/", port: 8443))
+        var slash = any
+        slash.pathPrefix = "/"
+        XCTAssertTrue(slash.matchesConnect(host: "x.test", port: 443), "path / matches CONNECT")
+        var path = any
+        path.pathPrefix = "/v1"
+        XCTAssertFalse(path.matchesConnect(host: "x.test", port: 443), "a route with a path never takes CONNECT")
+        XCTAssertFalse(RouteConfig(name: "b", host: .exact("api.test"), upstream: .origin).matchesConnect(host: "x.test", port: 443))
+
+        let table = [Route(path), Route(port), Route(any)]
+        XCTAssertEqual(table.first(connectHost: "x.test", port: 443)?.config.name, "a")
+        XCTAssertTrue(table.first(connectHost: "x.test", port: 8443) === table[1])
+    }
+}
