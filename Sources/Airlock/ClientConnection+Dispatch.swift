@@ -23,11 +23,18 @@ extension ClientConnection: UpstreamOwner {
             return
         }
         if req.method == .connect {
+            if interception != nil {
+                respondError(GatewayError(.connectInsideIntercept, status: 400,
+                                          message: "a CONNECT inside an intercepted tunnel is not allowed",
+                                          source: .client, mustClose: true),
+                             exchange: nil, requestID: id, request: req)
+                return
+            }
             dispatchConnect(req, id: id)
             return
         }
         let peer: UpstreamPeer
-        switch phases.upstreamPeer(req) {
+        switch interception.map({ phases.interceptedPeer(req, $0) }) ?? phases.upstreamPeer(req) {
         case .success(let p): peer = p
         case .failure(let e):
             respondError(e, exchange: nil, requestID: id, request: req)

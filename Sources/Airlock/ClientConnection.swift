@@ -18,6 +18,11 @@ final class ClientConnection: StreamDelegate {
     var exchange: Exchange?
     /// The CONNECT tunnel this connection became (`lifecycle.phase == .tunneling`).
     var tunnel: Tunnel?
+    /// An intercepted CONNECT whose TLS handshake is running (`lifecycle.phase == .handshaking`).
+    var handshake: InterceptHandshake?
+    /// Set once an intercepted CONNECT's handshake completed: every request on this connection
+    /// came inside that TLS session and goes where the CONNECT said (`GatewayPhases.interceptedPeer`).
+    var interception: Interception?
     /// True while `readHead` runs (it is not re-entered: see there).
     var readingHeads = false
     /// The upstream connection that served this client's last exchange. A preference for the
@@ -70,6 +75,10 @@ final class ClientConnection: StreamDelegate {
     }
 
     private func timerFired() {
+        if phase == .handshaking {
+            interceptHandshakeEnded(.tlsFailed("the TLS handshake did not complete within header_timeout (\(limits.headerTimeout))"))
+            return
+        }
         guard phase == .awaitingHead || phase == .pausedForOutput else { return }
         if timerMode == .drainGrace {
             timerMode = .idle
@@ -93,7 +102,7 @@ final class ClientConnection: StreamDelegate {
             } else {
                 pumpRequestBody()
             }
-        case .tunneling, .closed: break   // a tunnel is its streams' delegate
+        case .tunneling, .handshaking, .closed: break   // a tunnel is its streams' delegate; the stream runs the handshake
         }
     }
 
@@ -139,6 +148,8 @@ final class ClientConnection: StreamDelegate {
                 return
             }
             clientAborted(event)
+        case .handshaking:
+            interceptHandshakeEnded(event)
         case .tunneling, .closed:
             break
         }
@@ -258,6 +269,10 @@ final class ClientConnection: StreamDelegate {
     /// The drain timeout passed: an exchange still in flight is cut (and logged as such).
     func abort() {
         if let t = tunnel { t.abort(); return }
+        if handshake != nil {
+            interceptHandshakeEnded(.tlsFailed("the drain timeout passed during the TLS handshake"))
+            return
+        }
         guard let ex = exchange else { close(); return }
         _ = ex.machine.clientGone()
         endExchange(ex, .aborted(GatewayError(.drainTimeout, status: 503,

@@ -15,8 +15,14 @@ struct GatewayError: Error, Sendable {
         /// 400: a CONNECT that declares a body (Content-Length > 0 or chunked): the bytes behind
         /// a CONNECT head belong to the tunnel, so a framed body there is ambiguous.
         case connectWithBody = "connect-with-body"
-        /// 501: the route says `connect: intercept`, which needs the local CA (not built yet).
+        /// 501: the route says `connect: intercept` but no local CA is loaded (the configuration
+        /// refuses that at load; kept so the gateway fails closed whatever happens).
         case connectInterceptUnavailable = "connect-intercept-unavailable"
+        /// 400: a CONNECT sent inside an intercepted tunnel.
+        case connectInsideIntercept = "connect-inside-intercept"
+        /// 421: a request inside an intercepted tunnel names another host (or port) than the
+        /// CONNECT did (RFC 9110 15.5.20).
+        case misdirectedRequest = "misdirected-request"
         case bodyTooLarge = "body-too-large"
         case headerTimeout = "header-timeout"
         case upstreamUnresolvable = "upstream-unresolvable"

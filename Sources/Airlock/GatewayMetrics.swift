@@ -83,6 +83,13 @@ final class GatewayMetrics: Sendable {
         }
     }
 
+    /// An intercepted CONNECT's TLS handshake ended: `airlock_intercepts_total{route, result}`
+    /// (`intercepted` or `tls-failed`; looked up by label, once per CONNECT).
+    func interceptEnded(route: String, result: String) {
+        CoreMetrics.Counter(label: "airlock_intercepts_total", dimensions: [("route", route), ("result", result)],
+                            factory: factory).increment()
+    }
+
     /// A request the gateway answered with an error of its own, by error code. Rare.
     func gatewayError(route: String, error: String) {
         CoreMetrics.Counter(label: "airlock_gateway_errors_total", dimensions: [("route", route), ("error", error)],

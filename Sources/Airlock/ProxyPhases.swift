@@ -11,7 +11,9 @@ import AirlockWire
 /// A CONNECT request takes its own branch after the request filter:
 ///
 ///     requestFilter → connectPeer → tunnel (`Tunnel`: connect, 200, raw relay)
-///                                 | beginInterception (`connect: intercept`) → logging(tunnel:)
+///                                 | beginInterception (`connect: intercept`: 200, our TLS handshake,
+///                                   logging(interception:); then each request inside takes the
+///                                   first line with interceptedPeer for upstreamPeer)
 ///
 /// Each phase is one method with a default. `ClientConnection` is the executor: it calls the
 /// phases in order over one typed per-request context (`Exchange`) and performs what the
@@ -27,6 +29,9 @@ protocol ProxyPhases {
     /// What becomes of a CONNECT: its route's policy (`connect:`), port check and tunnel target,
     /// or why it is refused (403 no-route, connect-denied, connect-port-denied).
     func connectPeer(_ req: RequestHead) -> Result<ConnectPeer, GatewayError>
+    /// The route and upstream of a request inside an intercepted CONNECT: the CONNECT's, when
+    /// the request names the intercepted authority (else 421 misdirected-request).
+    func interceptedPeer(_ req: RequestHead, _ interception: Interception) -> Result<UpstreamPeer, GatewayError>
     /// The request phase: what the route's request serializer makes of the request before
     /// any upstream is chosen (a body to replace or to read whole first, a multipart body to
     /// check while it streams), or why it refuses it.

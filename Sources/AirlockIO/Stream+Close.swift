@@ -37,7 +37,10 @@ extension Stream {
             return
         }
         self.onFlushed = onFlushed
-        let peerClosed = state == .eof
+        // After a failed TLS handshake the state is .eof, but the peer may well still be
+        // sending (garbage instead of a ClientHello): linger as for an open stream.
+        let handshakeFailed = tls?.handshakeFailed == true
+        let peerClosed = state == .eof && !handshakeFailed
         state = .flushing
         selfRetain = Unmanaged.passRetained(self)
         delegate = nil
@@ -48,7 +51,7 @@ extension Stream {
                                   readTV: timeouts.readTV, writeTV: loop.commonTimeout(linger))
         updateReadEvent()
         // TLS: the last records, then close_notify, leave before the TCP half-close.
-        if tlsSession != nil {
+        if tlsSession != nil && !handshakeFailed {
             queueCloseNotify()
             guard state == .flushing else { return }   // the encryption failed: closed
         }

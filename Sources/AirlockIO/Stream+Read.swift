@@ -113,7 +113,9 @@ extension Stream {
     /// One read: > 0 bytes, 0 end of stream, -1 with errno set (EAGAIN: nothing now),
     /// -2 TLS failure (`TLSSession.readFailure`).
     private func readOnce() -> Int {
-        if let t = tlsSession { return t._withUnsafeGuaranteedRef { tlsReadOnce($0) } }
+        if let t = tlsSession, state != .lingering || !t._withUnsafeGuaranteedRef({ $0.handshakeFailed }) {
+            return t._withUnsafeGuaranteedRef { tlsReadOnce($0) }
+        }
         if !bulkReads {
             let scratch = loop.readScratch
             let got = recv(fd, scratch.baseAddress, scratch.count, 0)

@@ -46,6 +46,7 @@ extension Stream {
         case .wantWrite:
             armWrite(true)
         case .failed(let why):
+            tls.handshakeFailed = true
             disarm()
             state = .eof
             delegate?.stream(self, event: .tlsFailed(why))
@@ -55,6 +56,7 @@ extension Stream {
     /// A read or write event during the handshake: continue it, or fail it on timeout.
     func handshakeEvent(_ what: Int16) {
         guard what & airlock_ev_timeout() == 0 else {
+            tls?.handshakeFailed = true
             disarm()
             state = .eof
             delegate?.stream(self, event: .tlsFailed("handshake timed out"))

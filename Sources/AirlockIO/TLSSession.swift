@@ -53,6 +53,9 @@ final class TLSSession {
     var fallbackName = ""
     /// The SNI the client sent, once the certificate callback accepted it.
     var serverName: String?
+    /// The handshake failed (or timed out): the session carries nothing more. The stream then
+    /// ends as a plain TCP one (no close_notify; lingering reads discard raw bytes).
+    var handshakeFailed = false
     /// Why the certificate callback refused, for the handshake's failure reason.
     var certificateFailure: String?
 

@@ -12,6 +12,8 @@ public struct ClientLifecycle: Sendable, Equatable {
         case pausedForOutput   // responses wait unread: no further request is taken → .awaitingHead (the client read), .closed
         case forwarding        // an exchange is in flight → .awaitingHead (keep-alive), .closed
         case tunneling         // a CONNECT tunnel owns the connection: no request follows → .closed
+        case handshaking       // an intercepted CONNECT was answered 200; our TLS server handshake runs
+                               // → .awaitingHead (requests inside the TLS session), .closed
         case closed            // final
     }
 
@@ -51,6 +53,16 @@ public struct ClientLifecycle: Sendable, Equatable {
     /// it never carries another request.
     public mutating func tunnelStarted() {
         if phase == .awaitingHead { phase = .tunneling }
+    }
+
+    /// An intercepted CONNECT was answered: the TLS server handshake starts.
+    public mutating func interceptStarted() {
+        if phase == .awaitingHead { phase = .handshaking }
+    }
+
+    /// The TLS handshake of an intercepted CONNECT completed: requests follow inside it.
+    public mutating func handshakeCompleted() {
+        if phase == .handshaking { phase = .awaitingHead }
     }
 
     /// The exchange ended and the connection stays (keep-alive): back to heads.

@@ -57,6 +57,17 @@ extension AirlockConfig {
                     report(path + ".match.path_prefix", "must be a plain path without spaces, control characters, \"?\" or \"#\"")
                 }
             }
+            if route.connect == .intercept, ok(path + ".connect") {
+                // Interception presents certificates signed by the local CA: without one there
+                // is nothing to present, and the upstream leg must stay TLS (no downgrade).
+                if ca == nil {
+                    report(path + ".connect", "intercept needs the local CA: add a top-level ca: block "
+                        + "(certificate, key; `airlock ca init` makes one)")
+                } else if ok(path + ".upstream"), case .fixed(let t) = route.upstream, t.scheme != "https" {
+                    report(path + ".upstream", "intercept with a fixed upstream needs an https:// URL: \(t) would send "
+                        + "what the client encrypted to an upstream in plain http")
+                }
+            }
             if route.connect == .tunnel, ok(path + ".connect", path + ".upstream"), case .fixed(let t) = route.upstream,
                t.scheme != "https" {
                 report(path + ".connect", "tunnel with a fixed upstream needs an https:// URL (the tunnel goes to its "

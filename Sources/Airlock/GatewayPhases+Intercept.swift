@@ -1,0 +1,63 @@
+import AirlockIO
+import AirlockSession
+import AirlockWire
+import Logging
+
+/// The phases of an intercepted CONNECT (`connect: intercept`): where each request inside the
+/// TLS session goes, and the record of the handshake itself.
+extension GatewayPhases {
+    // MARK: upstream peer, inside an intercepted tunnel
+
+    /// Every request inside goes to the CONNECT's upstream under the CONNECT's route; it must
+    /// name the intercepted authority (`Host`, or an absolute-form https target), or it gets
+    /// 421 misdirected-request: a tunnel opened for one host never reaches another.
+    func interceptedPeer(_ req: RequestHead, _ i: Interception) -> Result<UpstreamPeer, GatewayError> {
+        var sameScheme = true
+        if case .absolute(let scheme, _, _, _) = req.target { sameScheme = scheme == .https }
+        guard sameScheme, i.admits(host: req.host, port: req.port) else {
+            let named = req.port.map { "\(req.host):\($0)" } ?? req.host
+            var e = GatewayError(.misdirectedRequest, status: 421,
+                                 message: "this TLS session was opened for \(i.host):\(i.port) (CONNECT); "
+                                     + "the request names \(named)", source: .client)
+            e.extra = [("host", .string(named))]
+            return .failure(e)
+        }
+        return .success(UpstreamPeer(route: i.peer.route, key: i.key))
+    }
+
+    // MARK: logging, the handshake
+
+    /// The record of an intercepted CONNECT, once its handshake ended: the access record
+    /// (`"tunnel": "intercepted"`, or `"tls-failed"`), a `connect.tls-failed` warning with
+    /// OpenSSL's reason when it failed, and `airlock_intercepts_total{route, result}`. The
+    /// requests inside get their own records, as any request.
+    func logging(interception h: InterceptHandshake, serverName: String?, failure: String?, client: SocketAddress) {
+        let route = h.peer.route
+        let result = failure == nil ? "intercepted" : "tls-failed"
+        worker.context.metrics.interceptEnded(route: route.config.name, result: result)
+        let millis = Double(EventLoop.nowNanos() &- h.started) / 1_000_000
+        if let failure {
+            var md: Logger.Metadata = [
+                "request_id": .string(h.id.description),
+                "client": .string(client.description),
+                "route": .string(route.config.name),
+                "target": .string(h.peer.target),
+                "reason": .string(failure),
+            ]
+            if let serverName { md["server_name"] = .string(serverName) }
+            worker.logger.warning("connect.tls-failed", metadata: md)
+        }
+        guard worker.logsAccess else { return }
+        var record = AccessRecord(
+            requestID: h.id, status: 200, bytesIn: 0, bytesOut: 0,
+            durationMillis: (millis * 1000).rounded() / 1000, client: client,
+            request: ("CONNECT", h.peer.target, h.request.host), route: route.config.name,
+            upstream: nil, incomplete: failure != nil, upstreamTiming: nil, task: nil)
+        record.tunnel = result
+        if let buffer = worker.accessLog {
+            buffer.append { record.encode(into: &$0) }
+        } else {
+            worker.logger.info(AccessRecord.event, metadata: record.metadata)
+        }
+    }
+}
