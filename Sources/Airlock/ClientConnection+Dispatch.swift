@@ -321,6 +321,11 @@ extension ClientConnection: UpstreamOwner {
 
     func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
+        if event == .readTimeout, ex.machine.awaitingResponseHead, !ex.requestBodyDone, ex.bytesIn != ex.bytesInAtReadTimeout {
+            // The body is still going up (a long upload): the upstream owes no answer yet.
+            ex.bytesInAtReadTimeout = ex.bytesIn
+            return
+        }
         if !ex.machine.awaitingResponseHead {
             upstreamEndedDuringBody(ex, u, event: event)
             return

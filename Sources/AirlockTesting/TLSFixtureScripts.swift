@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// Where the Python TLS fixtures live (`Tests/Fixtures/tls/` in the package) and which interpreter runs them.
-enum TLSFixtureScripts {
+public enum TLSFixtureScripts {
     /// `<package root>/Tests/Fixtures/tls`, the package root derived from this source file's #filePath.
     static let directory: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // AirlockTesting
@@ -15,7 +15,7 @@ enum TLSFixtureScripts {
 
     /// `$AIRLOCK_PYTHON` if set, else the first executable `python3` on PATH. Falls back to /usr/bin/python3
     /// even if it does not exist, so the spawn failure names a path. It needs the `cryptography` package.
-    static func python() -> String {
+    public static func python() -> String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["AIRLOCK_PYTHON"], !path.isEmpty { return path }
         let searchPath = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"

@@ -111,6 +111,20 @@ public final class TLSTestOrigin: @unchecked Sendable {
         }
     }
 
+    /// Every `/random/<n>` body sent, in order: its length and SHA-256 (hex).
+    public var sentBodies: [(bytes: Int, sha256: String)] {
+        events("sent").compactMap { fields in
+            var bytes: Int?
+            var digest: String?
+            for f in fields.split(separator: " ") {
+                if f.hasPrefix("bytes=") { bytes = Int(f.dropFirst(6)) }
+                if f.hasPrefix("sha256=") { digest = String(f.dropFirst(7)) }
+            }
+            guard let bytes, let digest else { return nil }
+            return (bytes, digest)
+        }
+    }
+
     /// TCP connections accepted so far.
     public var acceptedConnections: Int { events("accept").count }
 

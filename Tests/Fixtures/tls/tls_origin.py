@@ -17,6 +17,9 @@ Modes, per request:
   normal            keep-alive; answers every request with 200, Content-Type: text/plain,
                     Content-Length, body "hello over tls <target>" (none for HEAD). Closes, with
                     close_notify, after a request that says "Connection: close" or is HTTP/1.0.
+                    Two targets differ: /random/<n> answers n random bytes
+                    (application/octet-stream; logged as "sent conn=<n> bytes=<n> sha256=<hex>"),
+                    /html an HTML page (text/html).
   truncate          answers the first request with "Content-Length: 100" and 20 body bytes, then
                     closes the TCP socket without close_notify.
   close-delimited   answers the first request with "Connection: close", no Content-Length, body
@@ -65,7 +68,7 @@ class Reader:
 
     def __init__(self, sock):
         self.sock = sock
-        self.buffer = b""
+        self.buffer = bytearray()  # appended in place: a 50 MiB body is not copied per read
 
     def fill(self):
         try:
@@ -80,7 +83,7 @@ class Reader:
         while True:
             index = self.buffer.find(marker)
             if index >= 0:
-                chunk, self.buffer = self.buffer[:index], self.buffer[index + len(marker):]
+                chunk, self.buffer = bytes(self.buffer[:index]), self.buffer[index + len(marker):]
                 return chunk
             if len(self.buffer) > limit:
                 raise Closed("line or head too long")
@@ -89,7 +92,7 @@ class Reader:
     def exactly(self, count):
         while len(self.buffer) < count:
             self.fill()
-        chunk, self.buffer = self.buffer[:count], self.buffer[count:]
+        chunk, self.buffer = bytes(self.buffer[:count]), self.buffer[count:]
         return chunk
 
 
@@ -224,6 +227,14 @@ class Origin:
             target = parts[1] if len(parts) > 1 else "/"
             version = parts[2] if len(parts) > 2 else "HTTP/1.0"
             body = f"hello over tls {target}".encode()
+            content_type = "text/plain"
+            if mode == "normal" and target.startswith("/random/") and target[8:].isdigit():
+                body = os.urandom(min(int(target[8:]), MAX_BODY * 4))
+                content_type = "application/octet-stream"
+                log(f"sent conn={number} bytes={len(body)} sha256={hashlib.sha256(body).hexdigest()}")
+            elif mode == "normal" and target == "/html":
+                body = b"<!doctype html><html><body><h1>not json</h1></body></html>"
+                content_type = "text/html"
             if mode == "truncate":
                 sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n"
                              + TRUNCATED_BODY)
@@ -239,7 +250,7 @@ class Origin:
                 return "close-delimited without close_notify"
             connection = headers.get("connection", "").lower()
             closing = "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection)
-            head = (f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
                     + ("Connection: close\r\n" if closing else "") + "\r\n").encode()
             sock.sendall(head + (b"" if method == "HEAD" else body))
             if closing:

@@ -1,0 +1,328 @@
+import AirlockTesting
+import Foundation
+import XCTest
+
+/// `connect: intercept` end to end, with real clients and real TLS on both legs: curl, Python
+/// `requests` and Node's `tls` through Airlock's CONNECT to a TLS origin; the certificate they
+/// see is minted by Airlock's CA (made by `airlock ca init` for the test) while Airlock checks the
+/// origin's chain under the route's policy; pinning and response validation inside the TLS
+/// session; keep-alive and pipelining inside it; 50 MiB each way; a slow reader; garbage instead
+/// of a ClientHello; a handshake that never comes; a request for another host.
+final class InterceptTests: XCTestCase {
+    private var pki: TLSTestPKI!
+    private var caDir = ""
+    private var airlocks: [AirlockProcess] = []
+    private var origins: [TLSTestOrigin] = []
+
+    override func setUpWithError() throws {
+        pki = try TLSTestPKI.generate()
+        caDir = NSTemporaryDirectory() + "airlock-intercept-\(UUID().uuidString)"
+        let r = try runProcess(AirlockProcess.builtExecutable(), ["ca", "init", "--dir", caDir])
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+    }
+
+    override func tearDown() {
+        for a in airlocks { a.stop() }
+        for o in origins { o.stop() }
+        airlocks = []
+        origins = []
+        pki?.remove()
+        try? FileManager.default.removeItem(atPath: caDir)
+    }
+
+    private var caPEM: String { caDir + "/airlock-ca.pem" }
+
+    private func origin() throws -> TLSTestOrigin {
+        let o = try TLSTestOrigin(pki: pki)
+        origins.append(o)
+        return o
+    }
+
+    /// A one-worker gateway whose route `api` intercepts CONNECTs to localhost:<origin> and
+    /// trusts the test PKI's root for the upstream leg; `security` and `extra` lines are added
+    /// to the route.
+    private func gateway(_ o: TLSTestOrigin, security: [String] = [], extra: [String] = [],
+                         limits: [String: String] = [:]) throws -> AirlockProcess {
+        let sec = (["ca: \"\(pki.path("root.pem"))\""] + security).map { "      " + $0 }.joined(separator: "\n")
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            \(Fixture.limitsYAML(limits))
+            ca:
+              certificate: "\(caPEM)"
+              key: "\(caDir)/airlock-ca.key"
+            routes:
+              - name: api
+                match: { host: localhost }
+                connect: intercept
+                connect_ports: [\(o.port)]
+                upstream: origin
+                security:
+            \(sec)
+            \(extra.map { "    " + $0 }.joined(separator: "\n"))
+            """)
+        airlocks.append(a)
+        return a
+    }
+
+    private func curl(_ a: AirlockProcess, _ url: String, _ more: [String] = [], timeout: Double = 30) throws -> ProcessResult {
+        try Curl.run(["-x", "http://127.0.0.1:\(a.port)", "--cacert", caPEM] + more + [url], timeout: timeout)
+    }
+
+    private func accessRecords(_ a: AirlockProcess, count: Int, where match: ([String: Any]) -> Bool) -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            let records = a.logRecords().filter { $0["event"] as? String == "request.access" && match($0) }
+            if records.count >= count || Date() > deadline { return records }
+            usleep(50_000)
+        }
+    }
+
+    // MARK: real clients
+
+    func testCurlSeesACertificateFromAirlocksCAAndTheOriginAnswers() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        let r = try curl(a, o.url("/inside/tls?x=1"), ["-v"])
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertEqual(r.stdoutString, "hello over tls /inside/tls?x=1", "byte-exact, from the origin")
+        XCTAssertTrue(r.stderr.contains("HTTP/1.1 200 Connection established"), r.stderr)
+        let issuer = r.stderr.split(separator: "\n").first { $0.contains("issuer:") }.map(String.init) ?? ""
+        XCTAssertTrue(issuer.contains("Airlock Local CA"), "a minted leaf, not the origin's: \(issuer)")
+        let subject = r.stderr.split(separator: "\n").first { $0.contains("subject:") }.map(String.init) ?? ""
+        XCTAssertTrue(subject.contains("CN=localhost"), subject)
+        XCTAssertEqual(o.requestLines, ["GET /inside/tls?x=1 HTTP/1.1"], "the request went upstream re-serialized, over TLS")
+        XCTAssertEqual(o.serverNames.first ?? nil, "localhost", "TLS origination with SNI")
+        // Only Airlock's CA is trusted by this curl: the origin's own chain would fail it.
+        let direct = try Curl.run(["--cacert", caPEM, o.url("/direct")])
+        XCTAssertEqual(direct.exitCode, 60, "the origin's chain is not under Airlock's CA: \(direct.stderr)")
+        let connect = accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }
+        XCTAssertEqual(connect.first?["tunnel"] as? String, "intercepted")
+        XCTAssertEqual(connect.first?["route"] as? String, "api")
+        XCTAssertEqual(connect.first?["target"] as? String, "localhost:\(o.port)")
+        let get = accessRecords(a, count: 1) { $0["method"] as? String == "GET" }
+        XCTAssertEqual(get.first?["status"] as? Int, 200)
+        XCTAssertEqual(get.first?["route"] as? String, "api")
+        XCTAssertEqual(get.first?["target"] as? String, "/inside/tls?x=1")
+    }
+
+    func testPythonRequestsWithRequestsCABundle() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        let script = """
+            import requests, sys
+            proxy = "http://127.0.0.1:\(a.port)"
+            r = requests.get("\(o.url("/from/python"))", proxies={"https": proxy}, timeout=20)
+            sys.stdout.write(f"{r.status_code} {r.text}")
+            """
+        let r = try runProcess("/usr/bin/env", ["REQUESTS_CA_BUNDLE=\(caPEM)", TLSFixtureScripts.python(), "-c", script],
+                               timeout: 40)
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertEqual(r.stdoutString, "200 hello over tls /from/python")
+        // Without the bundle, requests refuses Airlock's certificate: the check is real.
+        let refused = try runProcess("/usr/bin/env", ["REQUESTS_CA_BUNDLE=\(pki.path("root.pem"))", TLSFixtureScripts.python(),
+                                                      "-c", script], timeout: 40)
+        XCTAssertNotEqual(refused.exitCode, 0, refused.stdoutString)
+        XCTAssertTrue(refused.stderr.contains("CERTIFICATE_VERIFY_FAILED"), refused.stderr)
+    }
+
+    func testNodeHTTPSOverAConnectSocketWithNodeExtraCACerts() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        // Node's https has no proxy support of its own: a proxy agent's work, by hand — CONNECT
+        // over http, then https.request over that socket (what https-proxy-agent does).
+        let script = """
+            const http = require("http"), https = require("https");
+            const req = http.request({ host: "127.0.0.1", port: \(a.port), method: "CONNECT", path: "localhost:\(o.port)" });
+            req.on("connect", (res, socket) => {
+              if (res.statusCode !== 200) { console.error("CONNECT " + res.statusCode); process.exit(2); }
+              https.get({ host: "localhost", port: \(o.port), path: "/from/node", socket, agent: false, servername: "localhost" }, (r) => {
+                let body = ""; r.on("data", (d) => body += d);
+                r.on("end", () => { process.stdout.write(r.statusCode + " " + body); socket.destroy(); });
+              }).on("error", (e) => { console.error(e.message); process.exit(3); });
+            });
+            req.on("error", (e) => { console.error(e.message); process.exit(4); });
+            req.end();
+            setTimeout(() => { console.error("timeout"); process.exit(5); }, 20000).unref();
+            """
+        let r = try runProcess("/usr/bin/env", ["NODE_EXTRA_CA_CERTS=\(caPEM)", "node", "-e", script], timeout: 40)
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertEqual(r.stdoutString, "200 hello over tls /from/node")
+        let refused = try runProcess("/usr/bin/env", ["node", "-e", script], timeout: 40)
+        XCTAssertEqual(refused.exitCode, 3, "without NODE_EXTRA_CA_CERTS: \(refused.stderr)")
+    }
+
+    // MARK: the route's policy, inside the TLS session
+
+    func testWrongPinIs502UntrustedUpstreamInsideTLSWithTheRejectRecord() throws {
+        let o = try origin()
+        let a = try gateway(o, security: ["pinning: public-key", "pins: [\"\(pki.pin("other-root"))\"]"])
+        let r = try curl(a, o.url("/pinned"), ["-w", "\\n%{http_code}"])
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        let lines = r.stdoutString.split(separator: "\n")
+        XCTAssertEqual(lines.last, "502", r.stdoutString)
+        let body = Fixture.json(Array(lines.first.map { Array($0.utf8) } ?? []))
+        XCTAssertEqual(body["error"] as? String, "untrusted-upstream", r.stdoutString)
+        XCTAssertEqual(body["reason"] as? String, "pin-mismatch", r.stdoutString)
+        let record = a.waitForLog(timeout: 5) { $0["event"] as? String == "upstream.rejected" }
+        XCTAssertEqual(record?["route"] as? String, "api")
+        let presented = record?["presented_pins"] as? [String] ?? []
+        XCTAssertTrue(presented.contains(pki.pin("leaf")) && presented.contains(pki.pin("intermediate")),
+                      "the presented chain's pins: \(presented)")
+        XCTAssertTrue(o.requestLines.isEmpty, "a rejected upstream got no request")
+    }
+
+    func testJSONSerializerRejectsAnHTMLAnswerInsideTLS() throws {
+        let o = try origin()
+        let a = try gateway(o, extra: ["response: { serializer: json }"])
+        let r = try curl(a, o.url("/html"), ["-w", "\\n%{http_code}"])
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        let lines = r.stdoutString.split(separator: "\n")
+        XCTAssertEqual(lines.last, "502", r.stdoutString)
+        XCTAssertEqual(Fixture.json(Array(lines.first.map { Array($0.utf8) } ?? []))["error"] as? String, "rejected-response")
+        let record = a.waitForLog(timeout: 5) { $0["event"] as? String == "response.rejected" }
+        XCTAssertEqual(record?["route"] as? String, "api")
+        XCTAssertEqual(record?["status"] as? Int, 200)
+        XCTAssertEqual(o.requestLines, ["GET /html HTTP/1.1"])
+    }
+
+    func testARequestNamingAnotherHostIs421() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        let r = try curl(a, o.url("/other"), ["-H", "Host: elsewhere.test", "-w", "\\n%{http_code}"])
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertTrue(r.stdoutString.hasSuffix("\n421"), r.stdoutString)
+        XCTAssertTrue(r.stdoutString.contains("\"error\":\"misdirected-request\""), r.stdoutString)
+        XCTAssertTrue(o.requestLines.isEmpty, "nothing reached the origin")
+    }
+
+    // MARK: keep-alive and pipelining inside the TLS session
+
+    func testPipelinedRequestsInsideOneSessionAreAnsweredInOrderOverOneUpstreamConnection() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        let script = """
+            import socket, ssl, sys
+            s = socket.create_connection(("127.0.0.1", \(a.port)), timeout=20)
+            s.sendall(b"CONNECT localhost:\(o.port) HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\n\\r\\n")
+            head = b""
+            while not head.endswith(b"\\r\\n\\r\\n"): head += s.recv(1)
+            assert head == b"HTTP/1.1 200 Connection established\\r\\n\\r\\n", head
+            ctx = ssl.create_default_context(cafile="\(caPEM)")
+            t = ctx.wrap_socket(s, server_hostname="localhost")
+            reqs = b"".join(b"GET /p%d HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\n\\r\\n" % i for i in range(5))
+            t.sendall(reqs)
+            data = b""
+            while data.count(b"hello over tls") < 5:
+                chunk = t.recv(65536)
+                if not chunk: break
+                data += chunk
+            # later, on the same session (keep-alive)
+            t.sendall(b"GET /later HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\nConnection: close\\r\\n\\r\\n")
+            while True:
+                chunk = t.recv(65536)
+                if not chunk: break
+                data += chunk
+            sys.stdout.write(data.decode())
+            """
+        let r = try runProcess(TLSFixtureScripts.python(), ["-c", script], timeout: 40)
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        let bodies = r.stdoutString.components(separatedBy: "hello over tls ").dropFirst().map { $0.prefix { $0 != "H" } }
+        XCTAssertEqual(bodies, ["/p0", "/p1", "/p2", "/p3", "/p4", "/later"], r.stdoutString)
+        XCTAssertEqual(r.stdoutString.components(separatedBy: "HTTP/1.1 200 OK").count - 1, 6)
+        XCTAssertEqual(o.requestLines.count, 6)
+        XCTAssertEqual(o.acceptedConnections, 1, "one pooled upstream connection served the whole session")
+        XCTAssertEqual(accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.count, 1)
+    }
+
+    // MARK: bulk
+
+    func testFiftyMiBEachWayThroughInterception() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        let size = 50 * 1024 * 1024
+        let file = Fixture.tempFile("intercept-50m")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let down = try curl(a, o.url("/random/\(size)"), ["-o", file], timeout: 120)
+        XCTAssertEqual(down.exitCode, 0, down.stderr)
+        let got = try XCTUnwrap(FileManager.default.contents(atPath: file))
+        XCTAssertEqual(got.count, size)
+        XCTAssertEqual(try sha256Hex(Array(got)), o.sentBodies.first?.sha256)
+
+        let upload = patternBytes(count: size, offset: 3)
+        try Data(upload).write(to: URL(fileURLWithPath: file))
+        let up = try curl(a, o.url("/upload"), ["--data-binary", "@" + file, "-H", "Content-Type: application/octet-stream",
+                                                "-w", "\n%{http_code}"], timeout: 120)
+        XCTAssertEqual(up.exitCode, 0, up.stderr)
+        XCTAssertEqual(up.stdoutString, "hello over tls /upload\n200")
+        XCTAssertTrue(o.waitForBodies(1, timeout: 10))
+        XCTAssertEqual(o.requestBodies.first?.bytes, size)
+        XCTAssertEqual(o.requestBodies.first?.sha256, try sha256Hex(upload))
+    }
+
+    /// A client that reads slowly: Airlock holds the upstream instead of buffering the body.
+    func testSlowReaderKeepsMemoryFlat() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        _ = try curl(a, o.url("/warm"))
+        let before = a.residentMemoryKiB()
+        // 48 MiB at 2 MiB/s, cut after 4 s: about 8 MiB read while the rest waits upstream.
+        let r = try curl(a, o.url("/random/\(48 * 1024 * 1024)"), ["--limit-rate", "2M", "-o", "/dev/null"], timeout: 4)
+        XCTAssertEqual(r.exitCode, 28, "cut by --max-time while reading slowly: \(r.stderr)")
+        let after = a.residentMemoryKiB()
+        XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
+    }
+
+    // MARK: handshakes that fail
+
+    func testGarbageInsteadOfAClientHelloIsClosedCleanlyAndLogged() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        // Python tells a clean close (FIN: recv returns b"") from a reset (ConnectionResetError).
+        let script = """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", \(a.port)), timeout=10)
+            s.sendall(b"CONNECT localhost:\(o.port) HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\n\\r\\n")
+            head = b""
+            while not head.endswith(b"\\r\\n\\r\\n"): head += s.recv(1)
+            assert head == b"HTTP/1.1 200 Connection established\\r\\n\\r\\n", head
+            s.sendall(b"GET / HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n" + b"x" * 3000)
+            try:
+                rest = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    rest += chunk
+                sys.stdout.write(f"eof {len(rest)}")
+            except ConnectionResetError:
+                sys.stdout.write("reset")
+            except socket.timeout:
+                sys.stdout.write("timeout")
+            """
+        let r = try runProcess(TLSFixtureScripts.python(), ["-c", script], timeout: 30)
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertEqual(r.stdoutString, "eof 0", "closed with a FIN and nothing else")
+        let failed = a.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
+        XCTAssertEqual(failed?["route"] as? String, "api")
+        XCTAssertTrue((failed?["reason"] as? String ?? "").contains("http request"), "\(failed ?? [:])")
+        let record = accessRecords(a, count: 1) { $0["tunnel"] as? String == "tls-failed" }.first
+        XCTAssertEqual(record?["incomplete"] as? Bool, true)
+        XCTAssertEqual(o.acceptedConnections, 0, "no upstream connection for a failed interception")
+        // The worker goes on.
+        XCTAssertEqual(try curl(a, o.url("/after")).stdoutString, "hello over tls /after")
+    }
+
+    func testAHandshakeThatNeverComesIsCutAtTheHeaderTimeout() throws {
+        let o = try origin()
+        let a = try gateway(o, limits: ["header_timeout": "1s"])
+        let c = try TCPTestConnection.connect(port: a.port)
+        defer { c.close() }
+        try c.write(Array("CONNECT localhost:\(o.port) HTTP/1.1\r\nHost: localhost:\(o.port)\r\n\r\n".utf8))
+        _ = try c.read(through: "\r\n\r\n", timeout: 10)
+        let started = Date()
+        XCTAssertTrue(try c.readToEnd(timeout: 10).isEmpty)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "closed by header_timeout, not the idle timeout")
+        let failed = a.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
+        XCTAssertTrue((failed?["reason"] as? String ?? "").contains("header_timeout"), "\(failed ?? [:])")
+    }
+}
