@@ -34,6 +34,13 @@
 #      LOG_PATHS=/small (paths of the two access-log rows)  SKIP_LOG=1 (no access-log rows)
 #      SKIP_TLS=1 (no airlock-tls row: TLS origination to the upstream's https port, vs haproxy-tls)
 #      RESULTS_DIR (default bench/results/<timestamp>)
+#      SKIP_CONNECT=1 (no CONNECT tunnel rows): airlock-connect (bench/connect.yaml,
+#      127.0.0.1:18508), squid and tinyproxy, each measured by bench/connect-bench.py (wrk
+#      cannot CONNECT): tunnel setups/s (CONNECT_CONC clients for CONNECT_SECONDS, default 32
+#      and 10) and tunnel throughput MiB/s (curl fetching the upstream's /1m.bin CONNECT_MIB
+#      times, default 200, over one tunnel, TLS end to end to localhost:18443), REPS runs each;
+#      CONNECT_PEERS (default "squid tinyproxy"; "" for Airlock alone); ONLY_CONNECT=1: just
+#      these rows (no wrk steps, no idle test)
 #      SCRAPE_METRICS=1: one more row, airlock-gw-scrape: airlock-gw again (admin listener on
 #      127.0.0.1:$SCRAPE_ADMIN_PORT, default 18511) with GET /metrics curled once a second for
 #      the whole run, as a Prometheus server would; the scrape count goes to its scrapes.txt
@@ -73,10 +80,21 @@ JSON_PATH=${JSON_PATH:-/1k.json}
 SKIP_JSON=${SKIP_JSON:-0}
 ONLY_JSON=${ONLY_JSON:-0}
 SCRAPE_METRICS=${SCRAPE_METRICS:-1}
+SKIP_CONNECT=${SKIP_CONNECT:-0}
+CONNECT_CONFIG=$REPO/bench/connect.yaml; CONNECT_PORT=18508   # must match `listen` in the yaml
+CONNECT_PEERS=${CONNECT_PEERS-"squid tinyproxy"}
+CONNECT_SECONDS=${CONNECT_SECONDS:-10}
+CONNECT_CONC=${CONNECT_CONC:-32}
+CONNECT_MIB=${CONNECT_MIB:-200}
+CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-120}
 SCRAPE_ADMIN_PORT=${SCRAPE_ADMIN_PORT:-18511}
 GW_PATHS=$PATHS
 [ "$SKIP_JSON" = 1 ] || [[ " $PATHS " == *" $JSON_PATH "* ]] || GW_PATHS="$PATHS $JSON_PATH"
-if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; SKIP_LOG=1; fi
+if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; SKIP_LOG=1; SKIP_CONNECT=1; fi
+ONLY_CONNECT=${ONLY_CONNECT:-0}
+if [ "$ONLY_CONNECT" = 1 ]; then
+  PEERS=""; IDLE_CLIENTS=0; SKIP_LOG=1; SKIP_JSON=1; SKIP_REQ=1; SKIP_TLS=1; SCRAPE_METRICS=0; SKIP_CONNECT=0
+fi
 RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
 
 [ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it); e.g. sudo make bench"
@@ -85,7 +103,7 @@ for tool in wrk nginx haproxy curl python3 taskset ss; do
 done
 if [ "$SKIP_AIRLOCK" != 1 ]; then
   [ -x "$AIRLOCK_BIN" ] || die "Airlock binary not found at $AIRLOCK_BIN: build it with 'make release' (or set AIRLOCK_BIN=...; SKIP_AIRLOCK=1 benchmarks the peers only)"
-  for cfg in "$GW_CONFIG" "$FWD_CONFIG" "$JSON_CONFIG" "$REQ_CONFIG"; do
+  for cfg in "$GW_CONFIG" "$FWD_CONFIG" "$JSON_CONFIG" "$REQ_CONFIG" "$CONNECT_CONFIG"; do
     out=$("$AIRLOCK_BIN" check-config "$cfg" 2>&1) || die "airlock check-config $cfg failed: $out"
   done
 fi
@@ -99,9 +117,13 @@ step_limit() {  # step_limit NTARGETS [NPATHS] -> seconds
 
 started_upstream=0
 idle_pid=""
+connect_pid=""
+started_connect_peers=()
 cleanup() {
   local rc=$?
   if [ -n "$idle_pid" ] && [ -d "/proc/$idle_pid" ]; then stop_pid "$idle_pid" airlock-idle; fi
+  if [ -n "$connect_pid" ] && [ -d "/proc/$connect_pid" ]; then stop_pid "$connect_pid" airlock-connect; fi
+  for p in "${started_connect_peers[@]}"; do "$HARNESS/servers.sh" stop "$p" || true; done
   if [ "$started_upstream" = 1 ]; then "$HARNESS/servers.sh" stop upstream || true; fi
   exit "$rc"
 }
@@ -204,7 +226,7 @@ measure_tls() {  # measure_tls CONFIG PATH...
 
 # shellcheck disable=SC2086
 [ -z "$PEERS" ] || harness peers "$(wc -w <<<"$PEERS")" -- $PEERS
-if [ "$SKIP_AIRLOCK" != 1 ]; then
+if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
   harness airlock-gw 1 PORT=$GW_PORT MODE=reverse PATHS="$GW_PATHS" OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
   keep_log airlock-gw
   if [ "$SKIP_LOG" != 1 ]; then
@@ -265,6 +287,61 @@ if [ "$SKIP_AIRLOCK" != 1 ]; then
   fi
 fi
 
+# ---- CONNECT tunnels: Airlock, squid, tinyproxy through bench/connect-bench.py ----
+CONNECT_TSV=$RESULTS_DIR/connect/results.tsv
+measure_connect() {  # measure_connect NAME PORT PID: REPS runs into $CONNECT_TSV, bounded
+  local name=$1 port=$2 pid=$3 r line
+  for ((r = 1; r <= ${REPS:-2}; r++)); do
+    # shellcheck disable=SC2046
+    line=$(timeout -k 5 $((${CONNECT_SECONDS%.*} + CONNECT_TIMEOUT + 60)) $(wrk_pin) python3 "$REPO/bench/connect-bench.py" \
+             --name "$name" --proxy-port "$port" --pid "$pid" --target "localhost:$UP_TLS_PORT" --ca "$CERT_DIR/ca.crt" \
+             --setup-seconds "$CONNECT_SECONDS" --concurrency "$CONNECT_CONC" --tput-mib "$CONNECT_MIB" \
+             --timeout "$CONNECT_TIMEOUT" 2>>"$RESULTS_DIR/connect/$name.stderr" | grep '^CONNECTRESULT' || true)
+    echo "$line" >> "$RESULTS_DIR/connect/raw.txt"
+    if [ -z "$line" ]; then
+      printf '%s\t%s\tFAIL\t-\t-\t-\t-\t-\t-\n' "$name" "$r" >> "$CONNECT_TSV"; continue
+    fi
+    awk -v r="$r" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v["name"], r, v["setups_per_s"], v["setup_errors"],
+        v["tput_mib_s"], v["tput_errors"], v["setup_cpu_s"], v["tput_cpu_s"], v["peak_rss_mib"] }' <<<"$line" >> "$CONNECT_TSV"
+    tail -n 1 "$CONNECT_TSV" | awk -F'\t' '{printf "[bench]   %s run %s: %s tunnels/s (%s errors), %s MiB/s, rss %s MiB\n", $1, $2, $3, $4, $5, $9}' >&2
+  done
+}
+if [ "$SKIP_CONNECT" != 1 ]; then
+  mkdir -p "$RESULTS_DIR/connect"
+  printf 'target\trun\tsetups_s\tsetup_errors\tMiB_s\ttput_errors\tsetup_cpu_s\ttput_cpu_s\tpeak_rss_MiB\n' > "$CONNECT_TSV"
+  if [ "$SKIP_AIRLOCK" != 1 ]; then
+    log "### airlock-connect: $AIRLOCK_BIN on 127.0.0.1:$CONNECT_PORT (CONNECT -> localhost:$UP_TLS_PORT)"
+    # shellcheck disable=SC2046
+    $(srv_pin) "$AIRLOCK_BIN" run --config "$CONNECT_CONFIG" --workers "$WORKERS" "${airlock_args[@]}" \
+      > "$RESULTS_DIR/connect/airlock-stdout.log" 2>&1 &
+    connect_pid=$!
+    if wait_port "$CONNECT_PORT" 10 && curl -sS --max-time 10 -o /dev/null -x "http://127.0.0.1:$CONNECT_PORT" \
+         --cacert "$CERT_DIR/ca.crt" "https://localhost:$UP_TLS_PORT/small"; then
+      measure_connect airlock-connect "$CONNECT_PORT" "$connect_pid"
+    else
+      log "airlock-connect did not start or failed verification"
+      printf 'airlock-connect\t-\tFAIL\t-\t-\t-\t-\t-\t-\n' >> "$CONNECT_TSV"
+    fi
+    stop_pid "$connect_pid" airlock-connect; connect_pid=""
+  fi
+  for peer in $CONNECT_PEERS; do
+    if ! "$HARNESS/servers.sh" status "$peer" | grep -q running; then
+      "$HARNESS/servers.sh" start "$peer" && started_connect_peers+=("$peer")
+    fi
+    peer_pid=$("$HARNESS/servers.sh" status "$peer" | sed -n 's/.*pid=\([0-9][0-9]*\).*/\1/p')
+    if [ -n "$peer_pid" ] && curl -sS --max-time 10 -o /dev/null -x "http://127.0.0.1:${TPORT[$peer]}" \
+         --cacert "$CERT_DIR/ca.crt" "https://localhost:$UP_TLS_PORT/small"; then
+      measure_connect "$peer" "${TPORT[$peer]}" "$peer_pid"
+    else
+      log "$peer: not running or CONNECT verification failed"
+      printf '%s\t-\tFAIL\t-\t-\t-\t-\t-\t-\n' "$peer" >> "$CONNECT_TSV"
+    fi
+  done
+  for p in "${started_connect_peers[@]}"; do "$HARNESS/servers.sh" stop "$p" || true; done
+  started_connect_peers=()
+fi
+
 if [ "$SKIP_LOG" != 1 ] && [ -n "$PEERS" ]; then
   nginx_log_cmd=$(SHARED="$SHARED" bash "$REPO/bench/nginx-log.sh" "$RESULTS_DIR/nginx-log-server" "$NGINX_LOG_PORT")
   harness nginx-log 1 PORT=$NGINX_LOG_PORT MODE=reverse PATHS="$LOG_PATHS" OURS_CMD="$nginx_log_cmd" -- ours
@@ -282,7 +359,7 @@ add_rows() {  # add_rows STEP [RENAME]
 }
 [ -z "$PEERS" ] || add_rows peers
 [ -z "$PEERS" ] || [ "$SKIP_LOG" = 1 ] || add_rows nginx-log nginx-log
-if [ "$SKIP_AIRLOCK" != 1 ]; then
+if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
   add_rows airlock-gw airlock-gw
   [ "$SKIP_LOG" = 1 ] || add_rows airlock-gw-log airlock-gw-log
   [ "$SCRAPE_METRICS" != 1 ] || add_rows airlock-gw-scrape airlock-gw-scrape
@@ -367,6 +444,23 @@ if [ "$SKIP_LOG" != 1 ]; then
     }' "$TSV" >> "$RESULTS_DIR/table.txt"
 fi
 
+# ---- CONNECT tunnels table ----
+if [ "$SKIP_CONNECT" != 1 ]; then
+  awk -F'\t' -v secs="$CONNECT_SECONDS" -v conc="$CONNECT_CONC" -v mib="$CONNECT_MIB" '
+    NR == 1 { next }
+    { k = $1; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+      if ($3 !~ /^[0-9.]+$/) { if (!(k in cnt)) fail[k] = $3; next }
+      cnt[k]++; su[k] += $3; mb[k] += $5; err[k] += $4 + $6; sc[k] += $7; tc[k] += $8; if ($9 > rss[k]) rss[k] = $9 }
+    END {
+      printf "\nCONNECT tunnels (bench/connect-bench.py: %d clients, %s s of CONNECT/200/close; curl, %d x /1m.bin over one TLS tunnel)\n", conc, secs, mib
+      printf "%-16s %4s %10s %8s %12s %11s %8s %7s\n", "target", "runs", "tunnels/s", "MiB/s", "setup_cpu_s", "tput_cpu_s", "rss_MiB", "errors"
+      for (i = 1; i <= n; i++) { k = order[i]
+        if (!(k in cnt)) { printf "%-16s %4d %10s\n", k, 0, fail[k]; continue }
+        printf "%-16s %4d %10.0f %8.1f %12.2f %11.2f %8.1f %7d\n", k, cnt[k], su[k] / cnt[k], mb[k] / cnt[k],
+          sc[k] / cnt[k], tc[k] / cnt[k], rss[k], err[k] }
+    }' "$CONNECT_TSV" >> "$RESULTS_DIR/table.txt"
+fi
+
 # ---- idle keep-alive clients on a gateway-mode Airlock ----
 idle_line=""
 if [ "$SKIP_AIRLOCK" != 1 ] && [ "$IDLE_CLIENTS" -gt 0 ]; then
@@ -412,6 +506,7 @@ airlock_version=skipped
 echo
 cat "$RESULTS_DIR/table.txt"
 log "results: $RESULTS_DIR (table.txt, table-full.txt per run, results.tsv, peers/ airlock-gw/ airlock-gw-log/ nginx-log/ airlock-fwd/)"
-if grep -q 'FAIL' "$RESULTS_DIR/results.tsv" || [[ $idle_line == *FAILED* ]]; then
+if grep -q 'FAIL' "$RESULTS_DIR/results.tsv" || [[ $idle_line == *FAILED* ]] \
+   || { [ -f "$CONNECT_TSV" ] && grep -q 'FAIL' "$CONNECT_TSV"; }; then
   log "some measurements failed (FAIL rows above)"; exit 1
 fi

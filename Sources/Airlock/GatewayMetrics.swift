@@ -1,3 +1,4 @@
+import AirlockSession
 import CoreMetrics
 import Prometheus
 import Synchronization
@@ -72,15 +73,18 @@ final class GatewayMetrics: Sendable {
                 factory: factory).increment()
     }
 
-    /// A CONNECT tunnel ended: `airlock_tunnels_total{route, end}` (looked up by label, once
-    /// per tunnel) and its bytes each way on the route's `airlock_tunnel_bytes_total`.
-    func tunnelEnded(route: RouteMetrics?, name: String, end: String, bytesUp: UInt64, bytesDown: UInt64) {
-        CoreMetrics.Counter(label: "airlock_tunnels_total", dimensions: [("route", name), ("end", end)], factory: factory)
-            .increment()
-        if let route {
-            if bytesUp > 0 { route.tunnelBytesUp.increment(by: Int64(clamping: bytesUp)) }
-            if bytesDown > 0 { route.tunnelBytesDown.increment(by: Int64(clamping: bytesDown)) }
+    /// A CONNECT tunnel ended: `airlock_tunnels_total{route, end}` and its bytes each way on
+    /// `airlock_tunnel_bytes_total{route, direction}` (handles resolved once per route; a bare
+    /// route in a test has none, and its tunnel is looked up by label).
+    func tunnelEnded(route: RouteMetrics?, name: String, end: TunnelEnd, bytesUp: UInt64, bytesDown: UInt64) {
+        guard let route else {
+            CoreMetrics.Counter(label: "airlock_tunnels_total", dimensions: [("route", name), ("end", end.rawValue)],
+                                factory: factory).increment()
+            return
         }
+        route.tunnelsEnded[end]?.increment()
+        if bytesUp > 0 { route.tunnelBytesUp.increment(by: Int64(clamping: bytesUp)) }
+        if bytesDown > 0 { route.tunnelBytesDown.increment(by: Int64(clamping: bytesDown)) }
     }
 
     /// An intercepted CONNECT's TLS handshake ended: `airlock_intercepts_total{route, result}`
@@ -106,6 +110,8 @@ final class RouteMetrics: Sendable {
     /// CONNECT tunnel payload, client → upstream ("up") and upstream → client ("down").
     let tunnelBytesUp: CoreMetrics.Counter
     let tunnelBytesDown: CoreMetrics.Counter
+    /// `airlock_tunnels_total{route, end}`, one per `TunnelEnd`.
+    let tunnelsEnded: [TunnelEnd: CoreMetrics.Counter]
     /// Time to a connected upstream (resolve + TCP connect), new connections only.
     let connect: CoreMetrics.Timer
     /// The TLS handshake and trust evaluation, new https connections only.
@@ -130,6 +136,10 @@ final class RouteMetrics: Sendable {
                                             factory: factory)
         tunnelBytesDown = CoreMetrics.Counter(label: "airlock_tunnel_bytes_total", dimensions: [("route", route), ("direction", "down")],
                                               factory: factory)
+        tunnelsEnded = Dictionary(uniqueKeysWithValues: TunnelEnd.allCases.map { end in
+            (end, CoreMetrics.Counter(label: "airlock_tunnels_total", dimensions: [("route", route), ("end", end.rawValue)],
+                                      factory: factory))
+        })
         connect = CoreMetrics.Timer(label: "airlock_upstream_connect_seconds", dimensions: [("route", route)], factory: factory)
         tls = CoreMetrics.Timer(label: "airlock_upstream_tls_seconds", dimensions: [("route", route)], factory: factory)
         latency = LatencyHistograms(route: route)

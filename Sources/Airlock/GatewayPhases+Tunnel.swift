@@ -17,7 +17,7 @@ extension GatewayPhases {
             logError(e, nil, summary)
             worker.context.metrics.gatewayError(route: t.route.config.name, error: e.reason)
         }
-        worker.context.metrics.tunnelEnded(route: t.route.metrics, name: t.route.config.name, end: end.rawValue,
+        worker.context.metrics.tunnelEnded(route: t.route.metrics, name: t.route.config.name, end: end,
                                            bytesUp: t.bytesUp, bytesDown: t.bytesDown)
         guard worker.logsAccess else { return }
         var record = AccessRecord(

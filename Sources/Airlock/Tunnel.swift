@@ -32,6 +32,8 @@ final class Tunnel: StreamDelegate {
     var idleTimer: AirlockIO.Timer?
     /// Airlock's own answer, when the tunnel never opened (502, 504, 508).
     var answer: GatewayError?
+    /// The last failed connect attempt's event (its error text goes into the 502).
+    private var lastConnectError: StreamEvent?
     /// Keeps the tunnel alive until the loop turn after its end (see `finish`).
     private var reaper: AirlockIO.Timer?
 
@@ -113,7 +115,6 @@ final class Tunnel: StreamDelegate {
             perform(machine.connectFailed(.refused, moreAddresses: addressIndex < addresses.count))
         }
     }
-    private var lastConnectError: StreamEvent?
 
     /// Refused before any connect (unresolvable, a loop).
     private func refuse(_ e: GatewayError) {

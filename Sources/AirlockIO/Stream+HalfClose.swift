@@ -1,4 +1,4 @@
-import CLibevent
+import CLibevent   // SHUT_WR comes with its socket headers (as in Stream+Close)
 import Glibc
 
 /// Half-close for raw relays (CONNECT tunnels): passing a peer's EOF on without closing.

@@ -64,7 +64,7 @@ final class TunnelLifecycleTests: XCTestCase {
         XCTAssertEqual(try c.readToEnd(timeout: 10), [])
         c.close()
         var m = try metrics(a)
-        for _ in 0..<50 where m.value("airlock_tunnels_total", ["route": "tun", "end": "closed"]) == nil {
+        for _ in 0..<50 where m.value("airlock_tunnels_total", ["route": "tun", "end": "closed"]) != 1 {
             usleep(100_000)
             m = try metrics(a)
         }

@@ -4,17 +4,24 @@ import XCTest
 
 /// CONNECT policy end to end with a real Airlock and a raw client: deny, no route, a port
 /// outside `connect_ports`, a route with a path, every malformed target (400, one connection
-/// per case), a CONNECT with a body, and the intercept seam. Nothing reaches an upstream.
+/// per case), a CONNECT with a body, and an intercept route's 200. Nothing reaches an upstream.
 final class TunnelPolicyTests: XCTestCase {
     private var airlock: AirlockProcess!
     private var upstream: TCPTestServer!
+    private var caDir = ""
 
     override func setUpWithError() throws {
         upstream = try TCPTestServer { c in _ = try? c.readToEnd(timeout: 5) }
+        caDir = NSTemporaryDirectory() + "airlock-policy-ca-\(UUID().uuidString)"
+        let made = try runProcess(AirlockProcess.builtExecutable(), ["ca", "init", "--dir", caDir])
+        XCTAssertEqual(made.exitCode, 0, made.stderr)
         airlock = try Fixture.start("""
             listen: 127.0.0.1:0
             workers: 1
             \(Fixture.limitsYAML([:]))
+            ca:
+              certificate: \(caDir)/airlock-ca.pem
+              key: \(caDir)/airlock-ca.key
             routes:
               - name: denied
                 match: { host: denied.test }
@@ -38,6 +45,7 @@ final class TunnelPolicyTests: XCTestCase {
     override func tearDown() {
         airlock?.stop()
         upstream?.stop()
+        try? FileManager.default.removeItem(atPath: caDir)
     }
 
     /// One CONNECT on a fresh connection; the response, and whether Airlock closed after it.
@@ -104,13 +112,15 @@ final class TunnelPolicyTests: XCTestCase {
         XCTAssertEqual(upstream.acceptedCount, 0)
     }
 
-    /// The seam the local-CA work replaces: for now 501 connect-intercept-unavailable.
-    func testInterceptAnswersTheSeam() throws {
-        let (r, body, closed) = try connect("intercept.test:443")
-        XCTAssertEqual(r.status, 501)
-        XCTAssertEqual(body["error"] as? String, "connect-intercept-unavailable")
-        XCTAssertEqual(body["route"] as? String, "intercepted")
-        XCTAssertTrue(closed)
+    /// `intercept` answers 200 and waits for a ClientHello (the TLS part: InterceptTests); with
+    /// none, the handshake is cut at header_timeout and logged.
+    func testInterceptAnswers200ThenWaitsForTheClientHello() throws {
+        let (r, _, closed) = try connect("intercept.test:443")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertTrue(closed, "no ClientHello: closed at header_timeout (2 s here)")
+        let failed = airlock.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
+        XCTAssertEqual(failed?["route"] as? String, "intercepted")
+        XCTAssertEqual(failed?["target"] as? String, "intercept.test:443")
     }
 
     /// Each refusal is logged once, as a CONNECT with its status.

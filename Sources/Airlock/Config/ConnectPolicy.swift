@@ -6,7 +6,7 @@ public enum ConnectPolicy: String, Sendable, Equatable, CaseIterable {
     /// upstream's host and port: `200 Connection established`, then bytes both ways unparsed.
     case tunnel
     /// TLS interception with the local CA: the gateway answers the TLS handshake itself and
-    /// proxies the requests inside like any other (`GatewayPhases.beginInterception`).
+    /// proxies the requests inside like any other (`ClientConnection.beginInterception`).
     case intercept
 }
 
