@@ -114,6 +114,9 @@ bench-setup: setup
 	  echo "error: make bench needs root: the shared harness installs wrk nginx haproxy tinyproxy squid" >&2; \
 	  echo "       with apt and chowns its server dirs to nobody. Run: sudo make bench" >&2; exit 1; }
 	bash "$(SHARED)/bench/setup.sh"
+	@# mitmproxy: the interception peer of bench/intercept.sh (PyPI; its rows are skipped without it)
+	@command -v mitmdump >/dev/null 2>&1 || python3 -m pip install --quiet mitmproxy || \
+	  echo "warning: pip install mitmproxy failed: no mitmproxy rows in the interception table" >&2
 
 bench: bench-setup release
 	SHARED="$(SHARED)" AIRLOCK_BIN="$(RELEASE_BIN)" bash bench/run.sh

@@ -13,6 +13,8 @@
  * --tls: a TLS client handshake (SNI = --sni or the host of --connect, verified against
  *   --cafile; no --cafile: not verified) after the tunnel is up, or directly.
  * --new-conn: every request on a new connection (and a new handshake): setups per second.
+ * --connect-only: with --proxy, each "request" is a new connection, the CONNECT and its 2xx,
+ *   then a close: tunnel setups per second (no TLS, no request inside).
  * Requests are `GET <path>` keep-alive; a response must be HTTP/1.x 200 with Content-Length
  * (anything else counts as an error and ends that connection).
  * Prints one line: requests, errors, seconds, req/s, MiB/s of bodies.
@@ -41,7 +43,7 @@ static char connect_host[256];
 static int connect_port;
 static char proxy_ip[64];
 static int proxy_port;
-static int use_proxy, use_tls, new_conn;
+static int use_proxy, use_tls, new_conn, connect_only;
 static const char *cafile, *sni, *path = "/small";
 static int conns = 64;
 static double duration = 10;
@@ -180,6 +182,14 @@ static void *worker(void *arg) {
     int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: proxyload\r\n%s\r\n",
                      path, connect_host, connect_port, new_conn ? "Connection: close\r\n" : "");
     while (!atomic_load(&stop)) {
+        if (connect_only) {
+            int ok = open_conn(c) == 0;
+            conn_close(c);
+            if (!ok) { if (!atomic_load(&stop)) atomic_fetch_add(&errors, 1); continue; }
+            long done = atomic_fetch_add(&requests, 1) + 1;
+            if (max_requests && done >= max_requests) atomic_store(&stop, 1);
+            continue;
+        }
         if (c->fd < 0 && open_conn(c) != 0) {
             atomic_fetch_add(&errors, 1);
             conn_close(c);
@@ -218,6 +228,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--proxy") && v) { proxy = v; i++; }
         else if (!strcmp(a, "--tls")) use_tls = 1;
         else if (!strcmp(a, "--new-conn")) new_conn = 1;
+        else if (!strcmp(a, "--connect-only")) connect_only = 1;
         else if (!strcmp(a, "--cafile") && v) { cafile = v; i++; }
         else if (!strcmp(a, "--sni") && v) { sni = v; i++; }
         else if (!strcmp(a, "--path") && v) { path = v; i++; }
@@ -228,6 +239,10 @@ int main(int argc, char **argv) {
     }
     if (!target || split_hostport(target, connect_host, sizeof connect_host, &connect_port) != 0) {
         fprintf(stderr, "proxyload: --connect HOST:PORT is required\n");
+        return 2;
+    }
+    if (connect_only && (!proxy || use_tls)) {
+        fprintf(stderr, "proxyload: --connect-only needs --proxy and no --tls\n");
         return 2;
     }
     if (proxy) {

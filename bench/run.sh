@@ -34,6 +34,8 @@
 #      LOG_PATHS=/small (paths of the two access-log rows)  SKIP_LOG=1 (no access-log rows)
 #      SKIP_TLS=1 (no airlock-tls row: TLS origination to the upstream's https port, vs haproxy-tls)
 #      RESULTS_DIR (default bench/results/<timestamp>)
+#      SKIP_INTERCEPT=1 (no TLS interception table: bench/intercept.sh, airlock-tls vs airlock-icpt
+#      keep-alive, new handshakes, access records on, and mitmproxy, all driven by bench/proxyload.c)
 #      SKIP_CONNECT=1 (no CONNECT tunnel rows): airlock-connect (bench/connect.yaml,
 #      127.0.0.1:18508), squid and tinyproxy, each measured by bench/connect-bench.py (wrk
 #      cannot CONNECT): tunnel setups/s (CONNECT_CONC clients for CONNECT_SECONDS, default 32
@@ -498,6 +500,21 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$IDLE_CLIENTS" -gt 0 ]; then
   echo "$idle_line" >> "$RESULTS_DIR/table.txt"
 fi
 
+# ---- TLS interception: bench/intercept.sh (bench/proxyload.c; mitmproxy as the peer) ----
+intercept_failed=0
+if [ "${SKIP_INTERCEPT:-0}" != 1 ] && [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_JSON" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
+  if RESULTS_DIR=$RESULTS_DIR AIRLOCK_BIN=$AIRLOCK_BIN DURATION=${DURATION:-10} SHARED=$SHARED bash "$REPO/bench/intercept.sh"; then
+    { echo
+      echo "TLS interception (bench/intercept.sh: bench/proxyload.c, ${DURATION:-10} s per row; airlock-tls is the gateway's own TLS origination, same client)"
+      column -t -s $'\t' "$RESULTS_DIR/intercept/results.tsv"
+      cat "$RESULTS_DIR/intercept/summary.txt"
+    } >> "$RESULTS_DIR/table.txt"
+  else
+    intercept_failed=1
+    echo "TLS interception: FAILED (see the log above)" >> "$RESULTS_DIR/table.txt"
+  fi
+fi
+
 airlock_version=skipped
 [ "$SKIP_AIRLOCK" = 1 ] || airlock_version=$("$AIRLOCK_BIN" --version 2>&1 | head -n 1)
 { cat "$RESULTS_DIR/peers/env.txt" 2>/dev/null || true
@@ -506,7 +523,7 @@ airlock_version=skipped
 echo
 cat "$RESULTS_DIR/table.txt"
 log "results: $RESULTS_DIR (table.txt, table-full.txt per run, results.tsv, peers/ airlock-gw/ airlock-gw-log/ nginx-log/ airlock-fwd/)"
-if grep -q 'FAIL' "$RESULTS_DIR/results.tsv" || [[ $idle_line == *FAILED* ]] \
+if grep -q 'FAIL' "$RESULTS_DIR/results.tsv" || [[ $idle_line == *FAILED* ]] || [ "$intercept_failed" = 1 ] \
    || { [ -f "$CONNECT_TSV" ] && grep -q 'FAIL' "$CONNECT_TSV"; }; then
   log "some measurements failed (FAIL rows above)"; exit 1
 fi
