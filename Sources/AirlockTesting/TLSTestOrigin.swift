@@ -98,22 +98,14 @@ public final class TLSTestOrigin: @unchecked Sendable {
     public var requestLines: [String] { events("request").map(String.init) }
 
     /// Every non-empty request body received, in order: its length and SHA-256 (hex).
-    public var requestBodies: [(bytes: Int, sha256: String)] {
-        events("body").compactMap { fields in
-            var bytes: Int?
-            var digest: String?
-            for f in fields.split(separator: " ") {
-                if f.hasPrefix("bytes=") { bytes = Int(f.dropFirst(6)) }
-                if f.hasPrefix("sha256=") { digest = String(f.dropFirst(7)) }
-            }
-            guard let bytes, let digest else { return nil }
-            return (bytes, digest)
-        }
-    }
+    public var requestBodies: [(bytes: Int, sha256: String)] { digests("body") }
 
     /// Every `/random/<n>` body sent, in order: its length and SHA-256 (hex).
-    public var sentBodies: [(bytes: Int, sha256: String)] {
-        events("sent").compactMap { fields in
+    public var sentBodies: [(bytes: Int, sha256: String)] { digests("sent") }
+
+    /// The `bytes=` and `sha256=` fields of every line of that event.
+    private func digests(_ event: String) -> [(bytes: Int, sha256: String)] {
+        events(event).compactMap { fields in
             var bytes: Int?
             var digest: String?
             for f in fields.split(separator: " ") {
