@@ -21,7 +21,7 @@ extension ClientConnection {
             endExchange(ex, .answered(e, keepAlive: keepAlive))
         } else {
             // Refused before it became an exchange (unparsable, filtered, unrouted, timed out).
-            worker.phases.logging(nil, RequestSummary(id: requestID, request: req, client: peer), .answered(e, keepAlive: keepAlive))
+            worker.phases.logging(nil, RequestSummary(id: requestID, request: req, client: peer, intercepted: interception != nil), .answered(e, keepAlive: keepAlive))
             continueAfter(keepAlive: keepAlive)
         }
     }
@@ -46,7 +46,7 @@ extension ClientConnection {
             if let u = ex.upstream { ex.upstream = nil; u.close() }   // never reused
         }
         if exchange === ex { exchange = nil }
-        worker.phases.logging(ex, RequestSummary(id: ex.id, request: ex.request, client: peer), end)
+        worker.phases.logging(ex, RequestSummary(id: ex.id, request: ex.request, client: peer, intercepted: interception != nil), end)
         switch end {
         case .completed:
             worker.recycle(ex.request.headers)

@@ -283,7 +283,7 @@ struct GatewayPhases: ProxyPhases {
     private func accessRecord(_ summary: RequestSummary, route: String?, status: Int, complete: Bool, exchange ex: Exchange?) {
         guard worker.logsAccess else { return }
         let duration = ex?.durationMillis ?? 0
-        let record = AccessRecord(
+        var record = AccessRecord(
             requestID: summary.id, status: status, bytesIn: ex?.bytesIn ?? 0, bytesOut: ex?.bytesOut ?? 0,
             durationMillis: (duration * 1000).rounded() / 1000, client: summary.client,
             request: summary.request.map { ($0.method.name, ex?.targetDescription ?? "-", $0.host) },
@@ -293,6 +293,7 @@ struct GatewayPhases: ProxyPhases {
                     ? (Double((ex.responseStartedAt - ex.started) / 1000) / 1000, ex.metrics.reused) : nil
             },
             task: ex.map { ($0.taskState.rawValue, $0.metrics) })
+        record.intercepted = summary.intercepted
         if let buffer = worker.accessLog {
             buffer.append { record.encode(into: &$0) }
         } else {

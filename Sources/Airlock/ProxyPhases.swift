@@ -131,4 +131,6 @@ struct RequestSummary {
     let id: RequestID
     let request: RequestHead?
     let client: SocketAddress
+    /// It came inside an intercepted CONNECT's TLS session.
+    var intercepted = false
 }

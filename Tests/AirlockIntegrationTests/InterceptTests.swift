@@ -104,6 +104,8 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(get.first?["status"] as? Int, 200)
         XCTAssertEqual(get.first?["route"] as? String, "api")
         XCTAssertEqual(get.first?["target"] as? String, "/inside/tls?x=1")
+        XCTAssertEqual(get.first?["intercepted"] as? Bool, true, "requests inside say where they came from")
+        XCTAssertNil(connect.first?["intercepted"], "the CONNECT itself says it with its tunnel field")
     }
 
     func testPythonRequestsWithRequestsCABundle() throws {
@@ -194,6 +196,8 @@ final class InterceptTests: XCTestCase {
         XCTAssertTrue(r.stdoutString.hasSuffix("\n421"), r.stdoutString)
         XCTAssertTrue(r.stdoutString.contains("\"error\":\"misdirected-request\""), r.stdoutString)
         XCTAssertTrue(o.requestLines.isEmpty, "nothing reached the origin")
+        let record = accessRecords(a, count: 1) { $0["status"] as? Int == 421 }.first
+        XCTAssertEqual(record?["intercepted"] as? Bool, true, "an answer Airlock gave inside the TLS session is marked too")
     }
 
     // MARK: keep-alive and pipelining inside the TLS session

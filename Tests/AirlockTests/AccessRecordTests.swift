@@ -44,7 +44,9 @@ final class AccessRecordTests: XCTestCase {
         metrics.reused = true
         full.task = ("failed", metrics)
         full.requestID.client = "client-\"id\"/1"
+        full.intercepted = true
         var bare = full
+        bare.intercepted = false
         bare.task = nil
         bare.request = nil
         bare.route = nil
@@ -74,6 +76,8 @@ final class AccessRecordTests: XCTestCase {
         let line = untimed(direct(full))
         XCTAssertTrue(line.contains(#""reused":true"#), line)
         XCTAssertTrue(line.contains(#""state":"failed""#), line)
+        XCTAssertTrue(line.contains(#""incomplete":true,"intercepted":true,"#), line)
+        XCTAssertFalse(untimed(direct(bare)).contains("intercepted"))
         XCTAssertTrue(line.contains(#""request_id":"client-\"id\"/1""#), line)
         XCTAssertTrue(line.contains(#""timings":{"connect":0.75,"dns":0.25,"request_sent":1.1,"tls":0.5,"total":999999.0,"ttfb":8.0}"#), line)
         let freshLine = untimed(direct(fresh))

@@ -27,6 +27,8 @@ struct AccessRecord {
     var task: (state: String, metrics: TaskMetrics)?
     /// How a CONNECT tunnel ended (`TunnelEnd`): nil for every other request.
     var tunnel: String? = nil
+    /// A request that came inside an intercepted CONNECT's TLS session (`connect: intercept`).
+    var intercepted = false
 
     static let event: Logger.Message = "request.access"
 
@@ -59,6 +61,7 @@ struct AccessRecord {
             md["state"] = .string(task.state)
         }
         if let tunnel { md["tunnel"] = .string(tunnel) }
+        if intercepted { md["intercepted"] = .stringConvertible(true) }
         return md
     }
 
@@ -81,6 +84,7 @@ struct AccessRecord {
             e.appendString(request.host)
         }
         if incomplete { e.append(",\"incomplete\":true") }
+        if intercepted { e.append(",\"intercepted\":true") }
         if let request {
             e.append(",\"method\":")
             e.appendString(request.method)
