@@ -25,7 +25,7 @@ extension GatewayPhases {
             durationMillis: (t.durationMillis * 1000).rounded() / 1000, client: t.client.peer,
             request: ("CONNECT", t.peer.target, t.request.host), route: t.route.config.name,
             upstream: t.machine.wasEstablished ? t.upstreamAddress : nil,
-            incomplete: end == .clientError || end == .upstreamError || end == .drainTimeout,
+            incomplete: end == .clientError || end == .upstreamError || end == .drainTimeout || end == .cancelled,
             upstreamTiming: nil, task: nil)
         record.tunnel = end.rawValue
         if let buffer = worker.accessLog {

@@ -204,4 +204,18 @@ final class Tunnel: StreamDelegate {
     func abort() {
         perform(machine.drainTimedOut())
     }
+
+    /// `DELETE /tasks/{id}`: both sides closed at once; the access record says `cancelled`.
+    func cancel() {
+        perform(machine.cancelled())
+    }
+
+    /// The tunnel as `GET /tasks` lists it: `connecting` until the 200, then `tunneling`; bytes
+    /// client → upstream as upload, upstream → client as download (no expected totals).
+    func snapshot(worker: Int, now: UInt64) -> TaskSnapshot {
+        TaskSnapshot(id: id.description, worker: worker, route: route.config.name, method: "CONNECT", url: peer.target,
+                     state: machine.isClosed ? .completed : machine.wasEstablished ? .tunneling : .connecting,
+                     upload: TaskProgress(done: bytesUp, expected: nil), download: TaskProgress(done: bytesDown, expected: nil),
+                     ageMillis: Double((now &- started) / 1000) / 1000)
+    }
 }

@@ -191,7 +191,11 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         let now = EventLoop.nowNanos()
         var tasks: [TaskSnapshot] = []
         for c in clients.values {
-            if let ex = c.exchange { tasks.append(ex.snapshot(worker: index, now: now)) }
+            if let ex = c.exchange {
+                tasks.append(ex.snapshot(worker: index, now: now))
+            } else if let t = c.tunnel {
+                tasks.append(t.snapshot(worker: index, now: now))
+            }
         }
         let idle = pool.idleCount
         return WorkerTasks(worker: index, tasks: tasks, upstreamsInUse: upstreamsOpen - idle, upstreamsIdle: idle)
@@ -203,6 +207,13 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         let now = EventLoop.nowNanos()
         var cancelled: [TaskSnapshot] = []
         for c in Array(clients.values) {
+            if let t = c.tunnel, id == nil || t.id.description == id {
+                var snap = t.snapshot(worker: index, now: now)
+                snap.state = .cancelled
+                cancelled.append(snap)
+                t.cancel()
+                continue
+            }
             guard let ex = c.exchange, id == nil || ex.id.description == id else { continue }
             var snap = ex.snapshot(worker: index, now: now)
             snap.state = .cancelled

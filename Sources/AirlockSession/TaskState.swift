@@ -8,6 +8,7 @@ public enum TaskState: String, Sendable, Equatable, CaseIterable {
     case receiving    // response head relayed, body streaming down → .completed, .failed, .cancelled
     case validating   // response held back for the route's validator → .receiving, .completed, .failed
     case suspended    // either side paused for backpressure → the state it left
+    case tunneling    // a CONNECT tunnel relaying both ways (after connecting) → .completed, .failed, .cancelled
     case completed    // the client has the whole response; final
     case cancelled    // the client went away, or an admin cancelled it; final
     case failed       // answered with an error or cut off by the upstream; final

@@ -13,6 +13,8 @@ public enum TunnelEnd: String, Sendable, Equatable, CaseIterable {
     case idleTimeout = "idle-timeout"
     /// The gateway was draining and the drain timeout passed.
     case drainTimeout = "drain-timeout"
+    /// An admin cancelled it (`DELETE /tasks`).
+    case cancelled = "cancelled"
 
     /// Whether the tunnel ended the way a tunnel should (both sides closed in turn).
     public var isClean: Bool { self == .closed }

@@ -155,6 +155,9 @@ public struct TunnelMachine: Sendable, Equatable {
     /// The gateway's drain timeout passed with the tunnel open.
     public mutating func drainTimedOut() -> Action { end(.drainTimeout) }
 
+    /// An admin cancelled the tunnel (`DELETE /tasks`): closed at once, both sides.
+    public mutating func cancelled() -> Action { end(.cancelled) }
+
     private mutating func end(_ how: TunnelEnd) -> Action {
         guard !isClosed else { return .none }
         state = .closed(how)

@@ -2,7 +2,8 @@ import AirlockTesting
 import Foundation
 import XCTest
 
-/// A tunnel as a connection among others: counted against `max_connections`, visible in
+/// A tunnel as a connection among others: counted against `max_connections`, a task in
+/// `GET /tasks` that `DELETE /tasks` cancels, visible in
 /// `/metrics` (tunnels open, tunnels ended by how, bytes each way), and closed by a drain once
 /// the drain timeout passes (logged once, `drain-timeout`).
 final class TunnelLifecycleTests: XCTestCase {
@@ -72,6 +73,40 @@ final class TunnelLifecycleTests: XCTestCase {
         XCTAssertEqual(m.value("airlock_tunnel_bytes_total", ["route": "tun", "direction": "up"]), 3000)
         XCTAssertEqual(m.value("airlock_tunnel_bytes_total", ["route": "tun", "direction": "down"]), 3000)
         XCTAssertEqual(m.value("airlock_tunnels_open"), 0)
+    }
+
+    private func admin(_ a: AirlockProcess, _ method: String, _ path: String) throws -> RawResponse {
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let c = try RawClient(port: UInt16(try XCTUnwrap(record["port"] as? Int)))
+        defer { c.close() }
+        return try c.exchange("\(method) \(path) HTTP/1.1\r\nHost: admin\r\n\r\n", method: method)
+    }
+
+    /// An open tunnel is a task: `GET /tasks` lists it (CONNECT, its target, `tunneling`, the
+    /// bytes each way), and `DELETE /tasks/{id}` closes both sides at once, recorded `cancelled`.
+    func testATunnelIsATaskThatDeleteCancels() throws {
+        let (a, echo) = try start()
+        let c = try open(a, echo.port)
+        defer { c.close() }
+        try c.write(Array(repeating: 0x62, count: 1500))
+        XCTAssertEqual(try c.read(exactly: 1500, timeout: 10).count, 1500)
+        let listed = Fixture.json(try admin(a, "GET", "/tasks").body)
+        let tasks = listed["tasks"] as? [[String: Any]] ?? []
+        let task = try XCTUnwrap(tasks.first, "\(listed)")
+        XCTAssertEqual(task["method"] as? String, "CONNECT")
+        XCTAssertEqual(task["url"] as? String, "127.0.0.1:\(echo.port)")
+        XCTAssertEqual(task["state"] as? String, "tunneling")
+        XCTAssertEqual((task["upload"] as? [String: Any])?["bytes"] as? Int, 1500)
+        XCTAssertEqual((task["download"] as? [String: Any])?["bytes"] as? Int, 1500)
+        let id = try XCTUnwrap(task["id"] as? String)
+        let r = try admin(a, "DELETE", "/tasks/\(id)")
+        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+        let cancelled = Fixture.json(r.body)["cancelled"] as? [[String: Any]]
+        XCTAssertEqual(cancelled?.first?["state"] as? String, "cancelled")
+        XCTAssertEqual(try c.readToEnd(timeout: 5), [], "the client's side is closed")
+        let record = a.waitForLog(timeout: 5) { $0["event"] as? String == "request.access" && $0["tunnel"] != nil }
+        XCTAssertEqual(record?["tunnel"] as? String, "cancelled")
+        XCTAssertEqual(record?["incomplete"] as? Bool, true)
     }
 
     func testATunnelHoldsAConnectionSlot() throws {

@@ -137,6 +137,12 @@ final class TunnelMachineTests: XCTestCase {
         var d = established()
         XCTAssertEqual(d.drainTimedOut(), .close(.drainTimeout))
         XCTAssertEqual(d.eof(from: .client, partnerOutputEmpty: true), .none, "nothing after the close")
+
+        var x = established()
+        XCTAssertEqual(x.cancelled(), .close(.cancelled))
+        XCTAssertEqual(x.cancelled(), .none, "cancelled twice: closed once")
+        var early = TunnelMachine()
+        XCTAssertEqual(early.cancelled(), .close(.cancelled), "cancelled while connecting")
     }
 
     func testLoggingIsClaimedOnce() {
@@ -147,7 +153,8 @@ final class TunnelMachineTests: XCTestCase {
 
     func testEndLabels() {
         XCTAssertEqual(TunnelEnd.allCases.map(\.rawValue),
-                       ["closed", "connect-failed", "client-error", "upstream-error", "idle-timeout", "drain-timeout"])
+                       ["closed", "connect-failed", "client-error", "upstream-error", "idle-timeout", "drain-timeout",
+                        "cancelled"])
         XCTAssertTrue(TunnelEnd.closed.isClean)
         XCTAssertFalse(TunnelEnd.idleTimeout.isClean)
     }
