@@ -17,6 +17,10 @@ struct RejectsCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Only rejects on this route.", valueName: "name"))
     var route: String?
 
+    @Option(name: .long, help: ArgumentHelp("Only requests Airlock refused (request) or responses it rejected (response).",
+                                            valueName: "side"))
+    var side: String?
+
     @Flag(name: .long, help: "Print the raw JSON answer instead of a table.")
     var json = false
 
@@ -26,7 +30,7 @@ struct RejectsCommand: ParsableCommand {
             throw ExitCode.failure
         }
         do {
-            let path = try AdminClient.rejectsPath(since: since, route: route)
+            let path = try AdminClient.rejectsPath(since: since, route: route, side: side)
             let (status, body) = try AdminClient.get(address, path: path)
             guard status == 200 else {
                 printError("airlock rejects: the admin listener answered \(status): \(String(decoding: body, as: UTF8.self))")

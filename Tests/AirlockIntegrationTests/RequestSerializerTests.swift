@@ -179,6 +179,16 @@ final class RequestSerializerTests: XCTestCase {
         XCTAssertEqual(try rejects("?side=request&route=json").count, 0)
         let bad = try Curl.run(["-w", "\\n%{http_code}", "http://127.0.0.1:\(admin)/rejects?side=upstream"])
         XCTAssertTrue(bad.stdoutString.hasSuffix("\n400"), bad.stdoutString)
+        // The CLI, as a user runs it: `airlock rejects --side request` (a table of the two).
+        let cli = try runProcess(AirlockProcess.builtExecutable(), ["rejects", "--admin", "127.0.0.1:\(admin)", "--side", "request"])
+        XCTAssertEqual(cli.exitCode, 0, cli.stderr)
+        let lines = cli.stdoutString.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, cli.stdoutString)
+        XCTAssertTrue(lines.dropFirst().allSatisfy { $0.contains(" api ") && $0.contains(" 400 ") }, cli.stdoutString)
+        XCTAssertFalse(cli.stdoutString.contains(" json "), "no response rejects: \(cli.stdoutString)")
+        let wrong = try runProcess(AirlockProcess.builtExecutable(), ["rejects", "--admin", "127.0.0.1:\(admin)", "--side", "upstream"])
+        XCTAssertNotEqual(wrong.exitCode, 0)
+        XCTAssertTrue(wrong.stderr.contains("--side"), wrong.stderr)
     }
 
     func testDefaultHeadersOverridesRemovalsAndBasicAuth() throws {

@@ -90,6 +90,9 @@ final class RejectLogTests: XCTestCase {
         XCTAssertEqual(try AdminClient.rejectsPath(since: nil, route: nil), "/rejects")
         XCTAssertThrowsError(try AdminClient.rejectsPath(since: "ten minutes", route: nil))
         XCTAssertThrowsError(try AdminClient.rejectsPath(since: nil, route: "a b"))
+        XCTAssertEqual(try AdminClient.rejectsPath(since: nil, route: "api", side: "request"), "/rejects?route=api&side=request")
+        XCTAssertEqual(try AdminClient.rejectsPath(since: "1h", route: nil, side: "response"), "/rejects?since=1h&side=response")
+        XCTAssertThrowsError(try AdminClient.rejectsPath(since: nil, route: nil, side: "both"))
     }
 
     func testTableRendering() throws {

@@ -17,9 +17,10 @@ public enum AdminClient {
         init(_ description: String) { self.description = description }
     }
 
-    /// `/rejects`, `/rejects?since=10m&route=api`. Refuses a `since` that is not a duration and
-    /// a route name that is not one (so nothing needs escaping).
-    public static func rejectsPath(since: String?, route: String?) throws(Failure) -> String {
+    /// `/rejects`, `/rejects?since=10m&route=api&side=request`. Refuses a `since` that is not a
+    /// duration, a route name that is not one, and a side other than request or response (so
+    /// nothing needs escaping).
+    public static func rejectsPath(since: String?, route: String?, side: String? = nil) throws(Failure) -> String {
         var query: [String] = []
         if let since {
             guard ConfigSyntax.parseDuration(since) != nil else {
@@ -32,6 +33,12 @@ public enum AdminClient {
                 throw Failure("--route: \"\(route)\" is not a route name (A-Z a-z 0-9 . _ -)")
             }
             query.append("route=\(route)")
+        }
+        if let side {
+            guard side == "request" || side == "response" else {
+                throw Failure("--side: expected request or response, got \"\(side)\"")
+            }
+            query.append("side=\(side)")
         }
         return "/rejects" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
