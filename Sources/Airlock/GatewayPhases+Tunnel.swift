@@ -17,6 +17,15 @@ extension GatewayPhases {
             logError(e, nil, summary)
             worker.context.metrics.gatewayError(route: t.route.config.name, error: e.reason)
         }
+        if let why = t.failure, end == .clientError || end == .upstreamError {
+            // After the 200 there is no answer to give: the record says what broke.
+            worker.logger.warning("tunnel.error", metadata: [
+                "request_id": .string(t.id.description), "client": .string(t.client.peer.description),
+                "route": .string(t.route.config.name), "target": .string(t.peer.target),
+                "end": .string(end.rawValue), "reason": .string(why),
+                "bytes_in": .stringConvertible(t.bytesUp), "bytes_out": .stringConvertible(t.bytesDown),
+            ])
+        }
         worker.context.metrics.tunnelEnded(route: t.route.metrics, name: t.route.config.name, end: end,
                                            bytesUp: t.bytesUp, bytesDown: t.bytesDown)
         guard worker.logsAccess else { return }

@@ -32,6 +32,8 @@ final class Tunnel: StreamDelegate {
     var idleTimer: AirlockIO.Timer?
     /// Airlock's own answer, when the tunnel never opened (502, 504, 508).
     var answer: GatewayError?
+    /// Why a side failed after the 200 (its stream's error), for the `tunnel.error` record.
+    var failure: String?
     /// The last failed connect attempt's event (its error text goes into the 502).
     private var lastConnectError: StreamEvent?
     /// Keeps the tunnel alive until the loop turn after its end (see `finish`).

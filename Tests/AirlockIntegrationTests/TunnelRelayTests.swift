@@ -240,4 +240,35 @@ final class TunnelRelayTests: XCTestCase {
         XCTAssertEqual(records.map { $0["bytes_in"] as? Int }, records.map { $0["bytes_out"] as? Int })
         XCTAssertEqual(Set(records.compactMap { $0["request_id"] as? String }).count, 5)
     }
+
+    /// A client that resets its tunnel after the 200: no answer can be given any more, so the
+    /// `tunnel.error` record says what broke, beside the access record's `client-error`.
+    func testAResetAfterThe200IsLoggedWithItsReason() throws {
+        let echo = try server { c in
+            while let chunk = try? c.read(upTo: 65536, timeout: 10), !chunk.isEmpty { try? c.write(chunk) }
+            c.shutdownWrite()
+        }
+        let a = try gateway(ports: [echo.port])
+        let script = """
+            import socket, struct, time
+            s = socket.create_connection(("127.0.0.1", \(a.port)), timeout=10)
+            s.sendall(b"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            head = b""
+            while not head.endswith(b"\\r\\n\\r\\n"): head += s.recv(1)
+            s.sendall(b"z" * 100)
+            got = b""
+            while len(got) < 100: got += s.recv(100)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()   # RST
+            print("reset")
+            """
+        let r = try runProcess(TLSFixtureScripts.python(), ["-c", script], timeout: 30)
+        XCTAssertEqual(r.stdoutString, "reset\n", r.stderr)
+        let error = a.waitForLog(timeout: 5) { $0["event"] as? String == "tunnel.error" }
+        XCTAssertEqual(error?["end"] as? String, "client-error", "\(error ?? [:])")
+        XCTAssertTrue((error?["reason"] as? String ?? "").hasPrefix("client: "), "\(error ?? [:])")
+        XCTAssertEqual(error?["route"] as? String, "tun")
+        XCTAssertEqual(error?["bytes_in"] as? Int, 100)
+        XCTAssertEqual(tunnelRecords(a, count: 1).first?["tunnel"] as? String, "client-error")
+    }
 }
