@@ -5,8 +5,8 @@ import AirlockIO
 public enum LocalCA {
     /// Makes a new CA in `directory`; `force` replaces existing files. Returns the lines to
     /// print. Throws `IOError` (`.exists` names the file that would have been overwritten).
-    public static func initialize(directory: String, force: Bool) throws -> String {
-        let ca = try CertificateAuthority.create(inDirectory: directory, overwrite: force ? .replace : .refuse)
+    public static func initialize(directory: String, force: Bool, permit: [String] = []) throws -> String {
+        let ca = try CertificateAuthority.create(inDirectory: directory, overwrite: force ? .replace : .refuse, permitted: permit)
         return "wrote \(ca.certificatePath) and \(ca.keyPath) (mode 0600)\n" + describe(ca)
             + "config:\n  ca:\n    certificate: \(ca.certificatePath)\n    key: \(ca.keyPath)\n"
     }
@@ -24,6 +24,7 @@ public enum LocalCA {
         subject: \(ca.subject)
         sha256 fingerprint: \(ca.fingerprint)
         expires: \(ca.expiry)
+        permits: \(ca.permittedNames.isEmpty ? "any name (no name constraints)" : ca.permittedNames.joined(separator: ", "))
         certificate for clients to trust: \(ca.certificatePath)
 
         """

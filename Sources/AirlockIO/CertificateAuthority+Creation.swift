@@ -14,9 +14,27 @@ extension CertificateAuthority {
 
     /// Generates a CA into `directory` (created if missing) and loads it back. Throws
     /// `.exists` naming the file when one exists and `overwrite` is `.refuse`.
+    /// `permitted`: DNS names (each permits itself and every name below it) and IP addresses
+    /// the CA may certify, as a critical name constraint (RFC 5280 4.2.1.10): clients then
+    /// refuse any other name it signs, so a stolen key cannot impersonate the rest of the web.
+    /// Empty: no constraint. A name that is not a DNS name or IP literal is refused (`.leafName`).
     public static func create(inDirectory directory: String, overwrite: Overwrite,
-                              validityDays: Int = 3650) throws(IOError) -> CertificateAuthority {
+                              validityDays: Int = 3650, permitted: [String] = []) throws(IOError) -> CertificateAuthority {
         IORuntime.setUp()
+        var constraint: String?
+        if !permitted.isEmpty {
+            var parts: [String] = []
+            for raw in permitted {
+                let name = try LeafName(validating: raw)
+                switch name.kind {
+                case .dns: parts.append("permitted;DNS:\(name.text)")
+                case .ipAddress:
+                    let full = name.text.contains(":") ? "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff" : "255.255.255.255"
+                    parts.append("permitted;IP:\(name.text)/\(full)")
+                }
+            }
+            constraint = "critical," + parts.joined(separator: ",")
+        }
         let dir = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         let certPath = (dir.isEmpty ? "." : dir) + "/" + certificateFileName
         let keyPath = (dir.isEmpty ? "." : dir) + "/" + keyFileName
@@ -32,7 +50,7 @@ extension CertificateAuthority {
             throw IOError(.mint, "cannot generate the CA key: \(TLSSession.opensslError(fallback: "EVP_EC_gen failed"))")
         }
         defer { EVP_PKEY_free(key) }
-        let cert = try selfSigned(key: key, validityDays: validityDays)
+        let cert = try selfSigned(key: key, validityDays: validityDays, nameConstraint: constraint)
         defer { X509_free(cert) }
         guard let keyPEM = pemBytes({ PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }),
               let certPEM = pemBytes({ PEM_write_bio_X509($0, cert) }) else {
@@ -43,7 +61,7 @@ extension CertificateAuthority {
         return try CertificateAuthority(certificateFile: certPath, keyFile: keyPath)
     }
 
-    private static func selfSigned(key: OpaquePointer, validityDays: Int) throws(IOError) -> OpaquePointer {
+    private static func selfSigned(key: OpaquePointer, validityDays: Int, nameConstraint: String?) throws(IOError) -> OpaquePointer {
         guard let x = X509_new(), let subject = X509_NAME_new() else { throw IOError(.mint, "X509_new failed") }
         defer { X509_NAME_free(subject) }
         var random = [UInt8](repeating: 0, count: 20)
@@ -74,7 +92,7 @@ extension CertificateAuthority {
                 (NID_key_usage, "critical,keyCertSign,cRLSign"),
                 (NID_subject_key_identifier, "hash"),
                 (NID_authority_key_identifier, "keyid:always"),
-            ]
+            ] + (nameConstraint.map { [(NID_name_constraints, $0)] } ?? [])
             for (nid, value) in extensions where ok {
                 guard let ext = X509V3_EXT_conf_nid(nil, &ctx, nid, value) else { ok = false; break }
                 ok = X509_add_ext(x, ext, -1) == 1

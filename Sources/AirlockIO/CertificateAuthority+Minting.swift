@@ -2,7 +2,7 @@ import COpenSSL
 import Glibc
 
 /// Leaf certificates for intercepted connections: ECDSA P-256 (the CA instance's leaf key),
-/// SAN = the DNS name or IP address, CN = the name (when it fits CN's 64 bytes), EKU
+/// SAN = the DNS name or IP address, CN = a DNS name that fits CN's 64 bytes (none otherwise), EKU
 /// serverAuth, CA:FALSE, SKI/AKI, a random positive 127-bit serial, valid from an hour ago
 /// (clock skew) for 7 days but never past the CA, signed with SHA-256 by the CA key.
 extension CertificateAuthority {
@@ -22,6 +22,14 @@ extension CertificateAuthority {
               X509_sign(x, key, EVP_sha256()) > 0 else {
             X509_free(x)
             throw IOError(.mint, "cannot mint a certificate for \(name.text): \(TLSSession.opensslError(fallback: "OpenSSL failed"))")
+        }
+        // X509_check_purpose fills the certificate's parsed-extension cache (its SANs), which
+        // NAME_CONSTRAINTS_check reads: on a fresh certificate it would check nothing.
+        if let nc = nameConstraints, X509_check_purpose(x, -1, 0) != 1 || NAME_CONSTRAINTS_check(x, nc) != X509_V_OK {
+            X509_free(x)
+            ERR_clear_error()
+            let permitted = permittedNames.isEmpty ? "" : " (it permits \(permittedNames.joined(separator: ", ")))"
+            throw IOError(.leafName, "the CA's name constraints do not permit \(name.text)\(permitted)")
         }
         return LeafCertificate(taking: x, name: name.text)
     }
@@ -49,8 +57,10 @@ extension CertificateAuthority {
     private func setNames(_ x: OpaquePointer, _ name: LeafName) -> Bool {
         guard let subject = X509_NAME_new() else { return false }
         defer { X509_NAME_free(subject) }
-        // CN holds at most 64 bytes; a longer name lives in the SAN alone.
-        if name.text.utf8.count <= 64 {
+        // CN holds at most 64 bytes; a longer name lives in the SAN alone. An IP address lives
+        // in the SAN alone too: a CN holding it would be read as a host name by name-constraint
+        // checks (OpenSSL's, on a CA that permits the address) and fail them.
+        if name.kind == .dns && name.text.utf8.count <= 64 {
             guard X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC, name.text, -1, -1, 0) == 1 else { return false }
         }
         return X509_set_subject_name(x, subject) == 1

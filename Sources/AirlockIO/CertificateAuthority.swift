@@ -24,6 +24,11 @@ public final class CertificateAuthority: @unchecked Sendable {
     public let expiry: String
     /// The certificate's notAfter in seconds since 1970.
     public let expirySeconds: Int64
+    /// The certificate's name constraints (NAME_CONSTRAINTS*, owned), nil without: a leaf
+    /// they do not permit is never minted (clients would refuse it anyway).
+    let nameConstraints: UnsafeMutablePointer<NAME_CONSTRAINTS>?
+    /// The permitted names, as `ca show` prints them (empty without a constraint).
+    public let permittedNames: [String]
 
     /// Loads and checks the CA. Every error names the offending file: `.caKey` for the key
     /// file (unreadable, readable by group or others, not a key, not the certificate's key),
@@ -56,9 +61,12 @@ public final class CertificateAuthority: @unchecked Sendable {
         fingerprint = Self.fingerprint(cert)
         expiry = PeerCertificate.time(X509_get0_notAfter(cert))
         expirySeconds = Self.seconds(X509_get0_notAfter(cert))
+        nameConstraints = X509_get_ext_d2i(cert, NID_name_constraints, nil, nil)?.assumingMemoryBound(to: NAME_CONSTRAINTS.self)
+        permittedNames = Self.permittedNames(cert)
     }
 
     deinit {
+        if let nc = nameConstraints { NAME_CONSTRAINTS_free(nc) }
         X509_free(certificate)
         EVP_PKEY_free(key)
         EVP_PKEY_free(leafKey)
@@ -130,6 +138,26 @@ public final class CertificateAuthority: @unchecked Sendable {
             out.append(hex[Int(b & 0xF)])
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The permitted subtrees of the certificate's name constraints, as OpenSSL prints them
+    /// (`DNS:example.test`, `IP:127.0.0.1/255.255.255.255`); empty without the extension.
+    static func permittedNames(_ cert: OpaquePointer) -> [String] {
+        let index = X509_get_ext_by_NID(cert, NID_name_constraints, -1)
+        guard index >= 0, let ext = X509_get_ext(cert, index), let bio = BIO_new(BIO_s_mem()) else { return [] }
+        defer { BIO_free(bio) }
+        guard X509V3_EXT_print(bio, ext, 0, 0) == 1 else { return [] }
+        var names: [String] = []
+        var inPermitted = false
+        for line in PeerCertificate.readAll(bio).split(separator: "\n") {
+            let text = String(line.drop { $0 == " " })
+            if text.hasSuffix(":") && !text.contains(" ") && !text.hasPrefix("DNS") && !text.hasPrefix("IP") {
+                inPermitted = text == "Permitted:"
+            } else if inPermitted && !text.isEmpty {
+                names.append(text)
+            }
+        }
+        return names
     }
 
     static func seconds(_ t: UnsafePointer<ASN1_TIME>?) -> Int64 {

@@ -22,9 +22,14 @@ struct CACommand: ParsableCommand {
         @Flag(name: .long, help: "Replace an existing CA (clients that trusted it must trust the new one).")
         var force = false
 
+        @Option(name: .long, help: ArgumentHelp(
+            "Limit the CA to this DNS name (and every name below it) or IP address: a critical name constraint, so a stolen key cannot impersonate other sites. Repeat for more; none: any name.",
+            valueName: "name"))
+        var permit: [String] = []
+
         func run() throws {
             do {
-                print(try LocalCA.initialize(directory: dir, force: force), terminator: "")
+                print(try LocalCA.initialize(directory: dir, force: force, permit: permit), terminator: "")
             } catch {
                 printError("airlock ca init: \(error)")
                 throw ExitCode.failure

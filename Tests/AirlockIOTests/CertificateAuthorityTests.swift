@@ -159,6 +159,35 @@ final class CertificateAuthorityTests: XCTestCase {
         XCTAssertEqual(serial.trimmingCharacters(in: .whitespacesAndNewlines).count, "serial=".count + 32, serial)
     }
 
+    /// `permitted`: a critical name constraint. Leaves inside it verify (and openssl checks the
+    /// constraint); a name outside is never minted; the constraint is read back from the file.
+    func testNameConstraintsLimitWhatTheCAMints() throws {
+        let ca = try CertificateAuthority.create(inDirectory: dir + "/nc", overwrite: .refuse,
+                                                 permitted: ["example.test", "127.0.0.1"])
+        XCTAssertEqual(ca.permittedNames, ["DNS:example.test", "IP:127.0.0.1/255.255.255.255"])
+        let text = try openssl(["x509", "-in", ca.certificatePath, "-noout", "-ext", "nameConstraints"]).stdoutString
+        XCTAssertTrue(text.contains("X509v3 Name Constraints: critical"), text)
+        for name in ["example.test", "api.example.test", "127.0.0.1"] {
+            let path = try write(try ca.mintLeaf(for: name))
+            let verify = try openssl(["verify", "-CAfile", ca.certificatePath, "-purpose", "sslserver", path])
+            XCTAssertEqual(verify.exitCode, 0, "\(name): \(verify.stdoutString) \(verify.stderr)")
+        }
+        for name in ["other.test", "example.test.evil", "localhost", "127.0.0.2"] {
+            XCTAssertThrowsError(try ca.mintLeaf(for: name), name) { error in
+                let e = error as? IOError
+                XCTAssertEqual(e?.code, .leafName, name)
+                XCTAssertTrue(e?.detail.contains("do not permit \(name)") == true, "\(e?.detail ?? "")")
+            }
+        }
+        // Loaded again from its files, it keeps the limit.
+        let loaded = try CertificateAuthority(certificateFile: ca.certificatePath, keyFile: ca.keyPath)
+        XCTAssertThrowsError(try loaded.mintLeaf(for: "other.test"))
+        XCTAssertNoThrow(try loaded.mintLeaf(for: "www.example.test"))
+        // Without `permitted`, no constraint and any name.
+        XCTAssertEqual(try makeCA("plain").permittedNames, [])
+        XCTAssertThrowsError(try CertificateAuthority.create(inDirectory: dir + "/bad", overwrite: .refuse, permitted: ["a b"]))
+    }
+
     func testLeafNeverOutlivesTheCA() throws {
         let ca = try CertificateAuthority.create(inDirectory: dir + "/short", overwrite: .refuse, validityDays: 2)
         let leaf = try ca.mintLeaf(for: "short.test")

@@ -316,6 +316,21 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(try curl(a, o.url("/after")).stdoutString, "hello over tls /after")
     }
 
+    /// A CA made with `--permit example.test` never mints for another name: the handshake for
+    /// localhost fails with the reason logged, and nothing reaches the origin.
+    func testACAWithNameConstraintsInterceptsNothingElse() throws {
+        let o = try origin()
+        let made = try runProcess(AirlockProcess.builtExecutable(), ["ca", "init", "--dir", caDir, "--force", "--permit", "example.test"])
+        XCTAssertEqual(made.exitCode, 0, made.stderr)
+        XCTAssertTrue(made.stdoutString.contains("permits: DNS:example.test"), made.stdoutString)
+        let a = try gateway(o)
+        let r = try curl(a, o.url("/constrained"))
+        XCTAssertNotEqual(r.exitCode, 0, "no certificate for localhost from this CA: \(r.stdoutString)")
+        let failed = a.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
+        XCTAssertTrue((failed?["reason"] as? String ?? "").contains("do not permit localhost"), "\(failed ?? [:])")
+        XCTAssertTrue(o.requestLines.isEmpty)
+    }
+
     func testAHandshakeThatNeverComesIsCutAtTheHeaderTimeout() throws {
         let o = try origin()
         let a = try gateway(o, limits: ["header_timeout": "1s"])
