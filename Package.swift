@@ -46,7 +46,7 @@ let package = Package(
         // Pure modules: no I/O, no C.
         .target(name: "AirlockWire", swiftSettings: strict),
         .target(name: "AirlockSerialization", dependencies: ["AirlockWire"], swiftSettings: strict),
-        .target(name: "AirlockSecurity", swiftSettings: strict),
+        .target(name: "AirlockSecurity", dependencies: ["AirlockWire"], swiftSettings: strict),
 
         // The only module that touches C.
         .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),

@@ -1,3 +1,5 @@
+import AirlockWire
+
 /// A SHA-256 digest of a DER SubjectPublicKeyInfo, written "sha256/<base64>" (the HPKP and
 /// `curl --pinnedpubkey` spelling). Checked when the configuration loads: a pin that is not
 /// exactly 32 bytes of canonical base64 never reaches a handshake.

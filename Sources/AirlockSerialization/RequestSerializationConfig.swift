@@ -1,3 +1,5 @@
+import AirlockWire
+
 /// The validated `request:` block of a route (issue #13): how the gateway will rewrite a request
 /// before it goes upstream. Every check happens in `init`, so a config that exists is usable.
 ///
@@ -190,7 +192,7 @@ public struct RequestSerializationConfig: Sendable, Equatable {
     public var authorizationHeaderValue: String? {
         switch authorization {
         case .basic(let username, let password)?:
-            "Basic " + Self.base64(Array("\(username):\(password)".utf8))
+            "Basic " + Base64.encode(Array("\(username):\(password)".utf8))
         case .bearer(let token)?:
             "Bearer " + token
         case nil:
@@ -249,24 +251,5 @@ extension RequestSerializationConfig {
 
     static func lowercased(_ name: String) -> String {
         String(decoding: name.utf8.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
-    }
-
-    /// Standard base64 (RFC 4648 section 4) with padding.
-    static func base64(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i < bytes.count {
-            let b0 = bytes[i]
-            let b1 = i + 1 < bytes.count ? bytes[i + 1] : 0
-            let b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(i + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(i + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -1,9 +1,10 @@
 /// Standard base64 (RFC 4648 section 4) with padding, strict: the decoder accepts only the
-/// canonical encoding of some byte string, so one pin has exactly one spelling.
-enum Base64 {
+/// canonical encoding of some byte string, so one pin has exactly one spelling. Used for pins
+/// (AirlockSecurity) and Basic credentials (AirlockSerialization).
+public enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    public static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var i = 0
@@ -21,13 +22,13 @@ enum Base64 {
     }
 
     /// Why a text is not canonical base64.
-    enum DecodeError: Error, Equatable {
+    public enum DecodeError: Error, Equatable {
         case badLength          // not a multiple of 4 characters (padding missing or extra)
         case badCharacter       // outside the alphabet, or `=` anywhere but the end
         case nonZeroTrailingBits // padding hides set bits: not the canonical encoding
     }
 
-    static func decode(_ text: String) throws(DecodeError) -> [UInt8] {
+    public static func decode(_ text: String) throws(DecodeError) -> [UInt8] {
         let chars = Array(text.utf8)
         guard chars.count % 4 == 0 else { throw .badLength }
         let padding = chars.reversed().prefix(while: { $0 == UInt8(ascii: "=") }).count
