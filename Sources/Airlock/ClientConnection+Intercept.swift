@@ -21,7 +21,7 @@ extension ClientConnection {
             return
         }
         lifecycle.interceptStarted()
-        handshake = InterceptHandshake(id: id, request: req, peer: peer, host: host.lowercased(), port: port)
+        handshake = InterceptHandshake(id: id, request: req, peer: peer, host: host, port: port)
         // The 200 goes out in the clear, then the handshake (bytes the client already sent
         // behind the CONNECT head are its first input). header_timeout bounds the handshake.
         stream.write(Tunnel.established)
@@ -49,11 +49,9 @@ extension ClientConnection {
         }
         let reason: String
         switch event {
-        case .tlsFailed(let why): reason = why
         case .eof: reason = "the client closed the connection during the TLS handshake"
-        case .error(let why): reason = why
         case .readTimeout, .writeTimeout: reason = "the TLS handshake timed out (idle_timeout)"
-        case .connected: reason = ""
+        default: reason = event.reason
         }
         worker.phases.logging(interception: h, serverName: stream.tlsServerName, failure: reason, client: peer)
         // What OpenSSL queued (its alert) goes out, then FIN, and the rest of what the client

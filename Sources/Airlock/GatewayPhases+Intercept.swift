@@ -54,10 +54,6 @@ extension GatewayPhases {
             request: ("CONNECT", h.peer.target, h.request.host), route: route.config.name,
             upstream: nil, incomplete: failure != nil, upstreamTiming: nil, task: nil)
         record.tunnel = result
-        if let buffer = worker.accessLog {
-            buffer.append { record.encode(into: &$0) }
-        } else {
-            worker.logger.info(AccessRecord.event, metadata: record.metadata)
-        }
+        writeAccess(record)
     }
 }

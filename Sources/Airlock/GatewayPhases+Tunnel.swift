@@ -37,10 +37,6 @@ extension GatewayPhases {
             incomplete: end == .clientError || end == .upstreamError || end == .drainTimeout || end == .cancelled,
             upstreamTiming: nil, task: nil)
         record.tunnel = end.rawValue
-        if let buffer = worker.accessLog {
-            buffer.append { record.encode(into: &$0) }
-        } else {
-            worker.logger.info(AccessRecord.event, metadata: record.metadata)
-        }
+        writeAccess(record)
     }
 }

@@ -294,6 +294,14 @@ struct GatewayPhases: ProxyPhases {
             },
             task: ex.map { ($0.taskState.rawValue, $0.metrics) })
         record.intercepted = summary.intercepted
+        writeAccess(record)
+    }
+
+    /// The one place an access record is written: encoded straight into the worker's log
+    /// buffer when it writes JSON lines, through the logger otherwise. Every caller has
+    /// checked `worker.logsAccess`.
+    @inline(__always)
+    func writeAccess(_ record: AccessRecord) {
         if let buffer = worker.accessLog {
             buffer.append { record.encode(into: &$0) }
         } else {

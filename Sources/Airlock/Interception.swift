@@ -32,7 +32,7 @@ struct Interception {
     /// target) must be the CONNECT's host, and its port the CONNECT's (443 when it gives none).
     /// Anything else would use a tunnel opened for one host to reach another.
     func admits(host requestHost: String, port requestPort: UInt16?) -> Bool {
-        requestHost.lowercased() == host && (requestPort ?? 443) == port
+        requestHost == host && (requestPort ?? 443) == port   // both lower-cased by the parser
     }
 }
 

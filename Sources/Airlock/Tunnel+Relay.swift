@@ -86,20 +86,8 @@ extension Tunnel {
             let partner = side == .client ? u : clientStream
             perform(machine.eof(from: side, partnerOutputEmpty: partner.outputLength == 0))
         default:
-            if failure == nil { failure = "\(side == .client ? "client" : "upstream"): \(Self.describe(event))" }
+            if failure == nil { failure = "\(side == .client ? "client" : "upstream"): \(event.reason)" }
             perform(machine.failed(side))
-        }
-    }
-
-    /// A stream event as a log reason.
-    static func describe(_ event: StreamEvent) -> String {
-        switch event {
-        case .error(let why): return why
-        case .tlsFailed(let why): return why
-        case .readTimeout: return "read timeout"
-        case .writeTimeout: return "write timeout"
-        case .eof: return "closed"
-        case .connected: return "connected"
         }
     }
 }
