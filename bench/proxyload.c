@@ -90,15 +90,14 @@ static void conn_close(conn_t *c) {
     c->len = 0;
 }
 
-/* Reads a head into c->buf; returns its length (through the blank line) or -1. */
-static int read_head(conn_t *c, int tls) {
+/* Reads a head into c->buf (through TLS once c->ssl is set); returns its length (through the
+   blank line) or -1. */
+static int read_head(conn_t *c) {
     for (;;) {
         char *end = c->len ? memmem(c->buf, c->len, "\r\n\r\n", 4) : NULL;
         if (end) return (int)(end - c->buf) + 4;
         if (c->len == sizeof c->buf) return -1;
-        int r;
-        if (tls) r = conn_read(c, c->buf + c->len, sizeof c->buf - c->len);
-        else { ssize_t x = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0); r = x > 0 ? (int)x : -1; }
+        int r = conn_read(c, c->buf + c->len, sizeof c->buf - c->len);
         if (r < 0) return -1;
         c->len += (size_t)r;
     }
@@ -129,7 +128,7 @@ static int open_conn(conn_t *c) {
         int n = snprintf(req, sizeof req, "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n",
                          connect_host, connect_port, connect_host, connect_port);
         if (conn_write(c, req, (size_t)n) != 0) return -1;
-        int h = read_head(c, 0);
+        int h = read_head(c);
         if (h < 0 || strncmp(c->buf, "HTTP/1.", 7) != 0 || c->buf[9] != '2') return -1;
         consume(c, (size_t)h);
         if (c->len) return -1;   /* nothing may follow the 200 before we speak */
@@ -149,7 +148,7 @@ static int open_conn(conn_t *c) {
 /* One request and its whole response on c. 0 on success. */
 static int one_request(conn_t *c, const char *req, size_t reqlen) {
     if (conn_write(c, req, reqlen) != 0) return -1;
-    int h = read_head(c, c->ssl != NULL);
+    int h = read_head(c);
     if (h < 0 || strncmp(c->buf, "HTTP/1.1 200", 12) != 0) return -1;
     long length = -1;
     for (char *p = c->buf; p < c->buf + h;) {
