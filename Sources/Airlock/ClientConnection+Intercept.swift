@@ -39,7 +39,7 @@ extension ClientConnection {
         timer.cancel()
         timerMode = .idle
         if event == .connected {
-            let i = Interception(peer: h.peer, host: h.host, port: h.port, serverName: stream.tlsServerName)
+            let i = Interception(h, serverName: stream.tlsServerName)
             interception = i
             worker.phases.logging(interception: h, serverName: i.serverName, failure: nil, client: peer)
             lifecycle.handshakeCompleted()
@@ -57,5 +57,17 @@ extension ClientConnection {
         // What OpenSSL queued (its alert) goes out, then FIN, and the rest of what the client
         // sent is read and dropped (a close with unread input would be a reset).
         closeAfterFlush()
+    }
+
+    /// The intercepted session's access record, for `close`/`closeAfterFlush` to run once the
+    /// connection's last bytes are gone: the TLS bytes both ways over the client connection and
+    /// the time since the `200`. Nil on a connection that was not intercepted.
+    func interceptedSessionRecord() -> (() -> Void)? {
+        guard let i = interception else { return nil }
+        let (phases, stream, client) = (worker.phases, stream, peer)
+        return {
+            let bytes = stream.tlsSocketBytes ?? (0, 0)
+            phases.logging(interceptedSession: i, bytesIn: bytes.read, bytesOut: bytes.written, client: client)
+        }
     }
 }

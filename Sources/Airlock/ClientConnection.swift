@@ -285,6 +285,7 @@ final class ClientConnection: StreamDelegate {
         lifecycle.closed()
         timer.cancel()
         stream.close()
+        interceptedSessionRecord()?()
         worker.clientClosed(self)
     }
 
@@ -295,7 +296,11 @@ final class ClientConnection: StreamDelegate {
         timer.cancel()
         let w = worker
         w.flushStarted()
-        stream.closeAfterFlush { w.flushEnded() }
+        let record = interceptedSessionRecord()
+        stream.closeAfterFlush {
+            record?()
+            w.flushEnded()
+        }
         worker.clientClosed(self)
     }
 }

@@ -25,35 +25,47 @@ extension GatewayPhases {
         return .success(UpstreamPeer(route: i.peer.route, key: i.key))
     }
 
-    // MARK: logging, the handshake
+    // MARK: logging, the handshake and the session
 
-    /// The record of an intercepted CONNECT, once its handshake ended: the access record
-    /// (`"tunnel": "intercepted"`, or `"tls-failed"`), a `connect.tls-failed` warning with
-    /// OpenSSL's reason when it failed, and `airlock_intercepts_total{route, result}`. The
-    /// requests inside get their own records, as any request.
+    /// An intercepted CONNECT's handshake ended: `airlock_intercepts_total{route, result}`,
+    /// and when it failed a `connect.tls-failed` warning with OpenSSL's reason and the access
+    /// record (`"tunnel": "tls-failed"`). A session that began has its access record written
+    /// when it ends (`logging(interceptedSession:)`). The requests inside get their own
+    /// records, as any request.
     func logging(interception h: InterceptHandshake, serverName: String?, failure: String?, client: SocketAddress) {
         let route = h.peer.route
         let result = failure == nil ? "intercepted" : "tls-failed"
         worker.context.metrics.interceptEnded(route: route.config.name, result: result)
-        let millis = Double(EventLoop.nowNanos() &- h.started) / 1_000_000
-        if let failure {
-            var md: Logger.Metadata = [
-                "request_id": .string(h.id.description),
-                "client": .string(client.description),
-                "route": .string(route.config.name),
-                "target": .string(h.peer.target),
-                "reason": .string(failure),
-            ]
-            if let serverName { md["server_name"] = .string(serverName) }
-            worker.logger.warning("connect.tls-failed", metadata: md)
-        }
+        guard let failure else { return }
+        var md: Logger.Metadata = [
+            "request_id": .string(h.id.description),
+            "client": .string(client.description),
+            "route": .string(route.config.name),
+            "target": .string(h.peer.target),
+            "reason": .string(failure),
+        ]
+        if let serverName { md["server_name"] = .string(serverName) }
+        worker.logger.warning("connect.tls-failed", metadata: md)
+        writeInterceptAccess(h, tunnel: result, bytesIn: 0, bytesOut: 0, client: client)
+    }
+
+    /// The access record of an intercepted session, when its client connection ended
+    /// (`"tunnel": "intercepted"`): the TLS bytes over the client connection each way and the
+    /// time since the `200`, for the whole session.
+    func logging(interceptedSession i: Interception, bytesIn: UInt64, bytesOut: UInt64, client: SocketAddress) {
+        writeInterceptAccess(i.handshake, tunnel: "intercepted", bytesIn: bytesIn, bytesOut: bytesOut, client: client)
+    }
+
+    private func writeInterceptAccess(_ h: InterceptHandshake, tunnel: String, bytesIn: UInt64, bytesOut: UInt64,
+                                      client: SocketAddress) {
         guard worker.logsAccess else { return }
+        let millis = Double(EventLoop.nowNanos() &- h.started) / 1_000_000
         var record = AccessRecord(
-            requestID: h.id, status: 200, bytesIn: 0, bytesOut: 0,
+            requestID: h.id, status: 200, bytesIn: bytesIn, bytesOut: bytesOut,
             durationMillis: (millis * 1000).rounded() / 1000, client: client,
-            request: ("CONNECT", h.peer.target, h.request.host), route: route.config.name,
-            upstream: nil, incomplete: failure != nil, upstreamTiming: nil, task: nil)
-        record.tunnel = result
+            request: ("CONNECT", h.peer.target, h.request.host), route: h.peer.route.config.name,
+            upstream: nil, incomplete: tunnel != "intercepted", upstreamTiming: nil, task: nil)
+        record.tunnel = tunnel
         writeAccess(record)
     }
 }

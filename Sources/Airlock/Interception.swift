@@ -17,11 +17,16 @@ struct Interception {
     /// The upstream every request inside goes to: the route's fixed upstream, or
     /// `https://<CONNECT authority>` under the route's trust.
     let key: UpstreamKey
+    /// The CONNECT and when its `200` went out: the session's access record, written when
+    /// the connection ends, reports from it.
+    let handshake: InterceptHandshake
 
-    init(peer: ConnectPeer, host: String, port: UInt16, serverName: String?) {
+    init(_ handshake: InterceptHandshake, serverName: String?) {
+        let peer = handshake.peer
+        self.handshake = handshake
         self.peer = peer
-        self.host = host
-        self.port = port
+        host = handshake.host
+        port = handshake.port
         self.serverName = serverName
         key = peer.route.fixedKey
             ?? UpstreamKey(scheme: "https", host: peer.host, port: peer.port,

@@ -12,7 +12,8 @@ import AirlockWire
 ///
 ///     requestFilter → connectPeer → tunnel (`Tunnel`: connect, 200, raw relay)
 ///                                 | beginInterception (`connect: intercept`: 200, our TLS handshake,
-///                                   logging(interception:); then each request inside takes the
+///                                   logging(interception:), and logging(interceptedSession:) when the
+///                                   connection ends; each request inside takes the
 ///                                   first line with interceptedPeer for upstreamPeer)
 ///
 /// Each phase is one method with a default. `ClientConnection` is the executor: it calls the

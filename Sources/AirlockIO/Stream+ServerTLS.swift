@@ -48,6 +48,11 @@ extension Stream {
     /// without SNI, before the handshake, and on client streams.
     public var tlsServerName: String? { tls?.serverName }
 
+    /// The TLS bytes this stream's session moved over the socket, each way (ciphertext: the
+    /// handshake and the records; plain bytes before TLS started are not counted); nil on a
+    /// plain stream.
+    public var tlsSocketBytes: (read: UInt64, written: UInt64)? { tls?.socketBytes }
+
     /// The ALPN protocol the handshake agreed, nil when none (either role).
     public var tlsALPN: String? { tls?.alpn }
 

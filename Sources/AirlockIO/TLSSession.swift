@@ -58,6 +58,8 @@ final class TLSSession {
     var handshakeFailed = false
     /// Why the certificate callback refused, for the handshake's failure reason.
     var certificateFailure: String?
+    /// What the handshake wrote straight to the socket, counted by its BIO before `wire` replaced it.
+    private var handshakeBytesWritten: UInt64 = 0
 
     /// An SSL object for `fd` in `role`, its app data pointing at the session; nil when
     /// OpenSSL cannot allocate one. The role's initializers finish the setup.
@@ -119,9 +121,22 @@ final class TLSSession {
             return false
         }
         BIO_set_data(bio, UnsafeMutableRawPointer(w))
+        handshakeBytesWritten = SSL_get_wbio(ssl).map { BIO_number_written($0) } ?? 0
         SSL_set0_wbio(ssl, bio)   // the socket BIO stays as the read BIO
         wire = w
         return true
+    }
+
+    /// Ciphertext this session moved over its socket so far: read (the prefix included) and
+    /// written (the handshake's, then what left `wire`; records still queued there are not counted).
+    var socketBytes: (read: UInt64, written: UInt64) {
+        let read = SSL_get_rbio(ssl).map { BIO_number_read($0) } ?? 0
+        guard let w = wire else {
+            return (read, SSL_get_wbio(ssl).map { BIO_number_written($0) } ?? 0)
+        }
+        let queued = UInt64(evbuffer_get_length(w))
+        let encrypted = SSL_get_wbio(ssl).map { BIO_number_written($0) } ?? 0
+        return (read, handshakeBytesWritten + encrypted - min(queued, encrypted))
     }
 
     /// A new session from the server, through `TLSClientContext`'s callback: the ticket

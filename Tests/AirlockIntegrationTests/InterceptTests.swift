@@ -239,6 +239,52 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.count, 1)
     }
 
+    /// The CONNECT's access record is the session's: written when the client connection ends
+    /// (after the records of the requests inside), with the TLS bytes both ways over the
+    /// client connection and the session's duration, not the handshake's.
+    func testTheInterceptedConnectRecordCarriesTheSessionsTotalsAndDuration() throws {
+        let o = try origin()
+        let a = try gateway(o)
+        let size = 300_000
+        // Two requests a second apart on one session; the second closes it.
+        let script = """
+            import socket, ssl, sys, time
+            s = socket.create_connection(("127.0.0.1", \(a.port)), timeout=20)
+            s.sendall(b"CONNECT localhost:\(o.port) HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\n\\r\\n")
+            head = b""
+            while not head.endswith(b"\\r\\n\\r\\n"): head += s.recv(1)
+            assert head == b"HTTP/1.1 200 Connection established\\r\\n\\r\\n", head
+            t = ssl.create_default_context(cafile="\(caPEM)").wrap_socket(s, server_hostname="localhost")
+            t.sendall(b"GET /first HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\n\\r\\n")
+            data = b""
+            while b"hello over tls /first" not in data: data += t.recv(65536)
+            time.sleep(1)
+            t.sendall(b"GET /random/\(size) HTTP/1.1\\r\\nHost: localhost:\(o.port)\\r\\nConnection: close\\r\\n\\r\\n")
+            n = 0
+            while True:
+                chunk = t.recv(65536)
+                if not chunk: break
+                n += len(chunk)
+            sys.stdout.write(str(n))
+            """
+        let r = try runProcess(TLSFixtureScripts.python(), ["-c", script], timeout: 40)
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertGreaterThan(Int(r.stdoutString) ?? 0, size, "the second response, head and body")
+        let connect = try XCTUnwrap(accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.first)
+        XCTAssertEqual(connect["tunnel"] as? String, "intercepted")
+        XCTAssertNil(connect["incomplete"], "a session that ended normally")
+        let bytesOut = connect["bytes_out"] as? Int ?? 0
+        let bytesIn = connect["bytes_in"] as? Int ?? 0
+        XCTAssertGreaterThan(bytesOut, size, "the session's TLS bytes to the client: \(connect)")
+        XCTAssertLessThan(bytesOut, size + 64 * 1024, "TLS framing, heads and the handshake, not more: \(connect)")
+        XCTAssertGreaterThan(bytesIn, 200, "the ClientHello and two request heads, encrypted: \(connect)")
+        XCTAssertLessThan(bytesIn, 8 * 1024, "\(connect)")
+        XCTAssertGreaterThanOrEqual(connect["duration_ms"] as? Double ?? 0, 1000, "the session lasted over a second: \(connect)")
+        // Written when the session ended, so after the records of the requests inside it.
+        let order = a.logRecords().filter { $0["event"] as? String == "request.access" }.compactMap { $0["method"] as? String }
+        XCTAssertEqual(order, ["GET", "GET", "CONNECT"])
+    }
+
     // MARK: bulk
 
     func testFiftyMiBEachWayThroughInterception() throws {
