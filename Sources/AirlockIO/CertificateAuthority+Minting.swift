@@ -60,19 +60,26 @@ extension CertificateAuthority {
         // CN holds at most 64 bytes; a longer name lives in the SAN alone. An IP address lives
         // in the SAN alone too: a CN holding it would be read as a host name by name-constraint
         // checks (OpenSSL's, on a CA that permits the address) and fail them.
-        if name.kind == .dns && name.text.utf8.count <= 64 {
+        if !Self.subjectIsEmpty(for: name) {
             guard X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC, name.text, -1, -1, 0) == 1 else { return false }
         }
         return X509_set_subject_name(x, subject) == 1
             && X509_set_issuer_name(x, X509_get_subject_name(certificate)) == 1
     }
 
+    /// Whether the leaf for `name` has no subject (an IP address, or a DNS name over CN's 64
+    /// bytes): its names are in the SAN alone.
+    static func subjectIsEmpty(for name: LeafName) -> Bool {
+        name.kind != .dns || name.text.utf8.count > 64
+    }
+
     private func addExtensions(_ x: OpaquePointer, _ name: LeafName) -> Bool {
         var ctx = X509V3_CTX()
         airlock_X509V3_set_ctx_nodb(&ctx)
         X509V3_set_ctx(&ctx, certificate, x, nil, nil, 0)
-        // An empty subject makes the SAN critical (RFC 5280 4.2.1.6).
-        let san = (name.text.utf8.count <= 64 ? "" : "critical,") + name.subjectAltName
+        // An empty subject makes the SAN critical (RFC 5280 4.2.1.6; Chromium refuses the leaf
+        // otherwise, OpenSSL does not check).
+        let san = (Self.subjectIsEmpty(for: name) ? "critical," : "") + name.subjectAltName
         let extensions: [(Int32, String)] = [
             (NID_basic_constraints, "critical,CA:FALSE"),
             (NID_key_usage, "critical,digitalSignature"),

@@ -202,6 +202,8 @@ final class CertificateAuthorityTests: XCTestCase {
             let text = try openssl(["x509", "-in", path, "-noout", "-ext", "subjectAltName"]).stdoutString
             XCTAssertTrue(text.contains(san), text)
             XCTAssertFalse(text.contains("DNS:"), text)
+            // No subject (the address is in the SAN alone), so the SAN is critical (RFC 5280 4.2.1.6).
+            XCTAssertTrue(text.contains("X509v3 Subject Alternative Name: critical"), text)
             let verify = try openssl(["verify", "-CAfile", ca.certificatePath, "-verify_ip", check, path])
             XCTAssertEqual(verify.exitCode, 0, verify.stdoutString + verify.stderr)
         }

@@ -2,7 +2,7 @@ import AirlockTesting
 import Foundation
 import XCTest
 
-/// `connect: intercept` end to end, with real clients and real TLS on both legs: curl, Python
+/// `connect: intercept` end to end, with real clients and real TLS on both legs: curl, headless Chromium, Python
 /// `requests` and Node's `tls` through Airlock's CONNECT to a TLS origin; the certificate they
 /// see is minted by Airlock's CA (made by `airlock ca init` for the test) while Airlock checks the
 /// origin's chain under the route's policy; pinning and response validation inside the TLS
@@ -40,8 +40,8 @@ final class InterceptTests: XCTestCase {
 
     /// A one-worker gateway whose route `api` intercepts CONNECTs to localhost:<origin> and
     /// trusts the test PKI's root for the upstream leg; `security` and `extra` lines are added
-    /// to the route.
-    private func gateway(_ o: TLSTestOrigin, security: [String] = [], extra: [String] = [],
+    /// to the route; `host` is what the route matches.
+    private func gateway(_ o: TLSTestOrigin, host: String = "localhost", security: [String] = [], extra: [String] = [],
                          limits: [String: String] = [:]) throws -> AirlockProcess {
         let sec = (["ca: \"\(pki.path("root.pem"))\""] + security).map { "      " + $0 }.joined(separator: "\n")
         let a = try Fixture.start("""
@@ -53,7 +53,7 @@ final class InterceptTests: XCTestCase {
               key: "\(caDir)/airlock-ca.key"
             routes:
               - name: api
-                match: { host: localhost }
+                match: { host: "\(host)" }
                 connect: intercept
                 connect_ports: [\(o.port)]
                 upstream: origin
@@ -152,6 +152,22 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(r.stdoutString, "200 hello over tls /from/node")
         let refused = try runProcess("/usr/bin/env", ["node", "-e", script], timeout: 40)
         XCTAssertEqual(refused.exitCode, 3, "without NODE_EXTRA_CA_CERTS: \(refused.stderr)")
+    }
+
+    /// Chromium's own verifier enforces RFC 5280 4.2.1.6 (a leaf with an empty subject needs a
+    /// critical subjectAltName), which OpenSSL's does not: a page at an IP address, intercepted,
+    /// loads with Airlock's CA trusted through an NSS database.
+    func testChromiumLoadsAnInterceptedPageAtAnIPAddress() throws {
+        let o = try origin()
+        let a = try gateway(o, host: "127.0.0.1")
+        let r = try Chromium.dumpDOM("https://127.0.0.1:\(o.port)/from/chromium", proxyPort: a.port, trusting: [caPEM])
+        XCTAssertTrue(r.stdoutString.contains("hello over tls /from/chromium"),
+                      "stdout: \(r.stdoutString.prefix(2_000))\nstderr: \(r.stderr.split(separator: "\n").filter { !$0.contains("dbus") }.suffix(30).joined(separator: "\n"))")
+        XCTAssertTrue(o.requestLines.contains("GET /from/chromium HTTP/1.1"), "\(o.requestLines)")
+        // (Chromium's own CONNECTs elsewhere, if any, match no route.)
+        let connect = accessRecords(a, count: 1) { $0["target"] as? String == "127.0.0.1:\(o.port)" }.first
+        XCTAssertEqual(connect?["method"] as? String, "CONNECT")
+        XCTAssertEqual(connect?["tunnel"] as? String, "intercepted")
     }
 
     // MARK: the route's policy, inside the TLS session
