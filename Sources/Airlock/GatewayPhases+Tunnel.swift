@@ -14,7 +14,7 @@ extension GatewayPhases {
         let summary = RequestSummary(id: t.id, request: t.request, client: t.client.peer)
         let status = t.answer?.status ?? 200
         if let e = t.answer {
-            logError(e, nil, summary)
+            logError(e, nil, summary, route: t.route.config.name, target: t.peer.target)
             worker.context.metrics.gatewayError(route: t.route.config.name, error: e.reason)
         }
         if let why = t.failure, end == .clientError || end == .upstreamError {

@@ -217,8 +217,9 @@ struct GatewayPhases: ProxyPhases {
         accessRecord(summary, route: ex.route.name, status: status, complete: end.complete, exchange: ex)
     }
 
-    /// `request.error`: at error level when the upstream failed, warning otherwise.
-    func logError(_ e: GatewayError, _ ex: Exchange?, _ summary: RequestSummary) {
+    /// `request.error`: at error level when the upstream failed, warning otherwise. `route`
+    /// and `target` name them for an error outside an exchange (a CONNECT tunnel refused).
+    func logError(_ e: GatewayError, _ ex: Exchange?, _ summary: RequestSummary, route: String? = nil, target: String? = nil) {
         var md: Logger.Metadata = [
             "request_id": .string(summary.id.description),
             "status": .stringConvertible(e.status),
@@ -235,6 +236,8 @@ struct GatewayPhases: ProxyPhases {
         } else if let request = summary.request {
             md["method"] = .string(request.method.name)
             md["host"] = .string(request.host)
+            if let route { md["route"] = .string(route) }
+            if let target { md["target"] = .string(target) }
         }
         worker.logger.log(level: e.source == .upstream ? .error : .warning, "request.error", metadata: md)
     }
@@ -286,7 +289,7 @@ struct GatewayPhases: ProxyPhases {
         var record = AccessRecord(
             requestID: summary.id, status: status, bytesIn: ex?.bytesIn ?? 0, bytesOut: ex?.bytesOut ?? 0,
             durationMillis: (duration * 1000).rounded() / 1000, client: summary.client,
-            request: summary.request.map { ($0.method.name, ex?.targetDescription ?? "-", $0.host) },
+            request: summary.request.map { ($0.method.name, ex?.targetDescription ?? Self.refusedTarget($0), $0.host) },
             route: route, upstream: ex?.lastUpstreamAddress, incomplete: !complete,
             upstreamTiming: ex.flatMap { ex in
                 ex.responseStartedAt > 0
@@ -295,6 +298,13 @@ struct GatewayPhases: ProxyPhases {
             task: ex.map { ($0.taskState.rawValue, $0.metrics) })
         record.intercepted = summary.intercepted
         writeAccess(record)
+    }
+
+    /// The target of a request refused before it became an exchange: a CONNECT's authority
+    /// (`host:port`), "-" for any other.
+    private static func refusedTarget(_ req: RequestHead) -> String {
+        if case .authority(let host, let port) = req.target { return "\(host):\(port)" }
+        return "-"
     }
 
     /// The one place an access record is written: encoded straight into the worker's log

@@ -52,6 +52,7 @@ public enum ReasonPhrase {
         case 503: "Service Unavailable"
         case 504: "Gateway Timeout"
         case 505: "HTTP Version Not Supported"
+        case 508: "Loop Detected"   // RFC 5842 7.2
         case 511: "Network Authentication Required"
         default: "Unknown"
         }

@@ -217,6 +217,16 @@ class ForwardProxyTests: XCTestCase {
         XCTAssertTrue((errors.first?["message"] as? String ?? "").contains("own listener"), "\(errors)")
     }
 
+    /// The 508 status line carries RFC 5842's reason phrase.
+    func testALoopIsAnsweredWithLoopDetected() throws {
+        let c = try RawClient(port: airlock.port)
+        defer { c.close() }
+        let r = try c.exchange("GET http://127.0.0.1:\(airlock.port)/loop HTTP/1.1\r\nHost: 127.0.0.1:\(airlock.port)\r\n\r\n")
+        XCTAssertEqual(r.status, 508, r.bodyString)
+        XCTAssertEqual(r.reason, "Loop Detected")
+        XCTAssertTrue(r.raw.starts(with: Array("HTTP/1.1 508 Loop Detected\r\n".utf8)), String(decoding: r.raw, as: UTF8.self))
+    }
+
     func testOwnViaTokenIsALoop() throws {
         _ = try Curl.run(["-x", proxy, "\(base)/hello"])
         let via = try XCTUnwrap(origin.requests.first?.header("Via"))

@@ -123,6 +123,20 @@ final class TunnelPolicyTests: XCTestCase {
         XCTAssertEqual(failed?["target"] as? String, "intercept.test:443")
     }
 
+    /// A refused CONNECT's access record names the authority it asked for as its target.
+    func testRefusedConnectRecordsNameTheConnectAuthority() throws {
+        for (target, status) in [("denied.test:443", 403), ("nowhere.test:8443", 403), ("127.0.0.1:443", 403)] {
+            let (r, _, _) = try connect(target)
+            XCTAssertEqual(r.status, status, target)
+            let record = airlock.waitForLog(timeout: 5) {
+                $0["event"] as? String == "request.access" && $0["method"] as? String == "CONNECT"
+                    && $0["host"] as? String == String(target.split(separator: ":")[0])
+            }
+            XCTAssertEqual(record?["target"] as? String, target, "\(record ?? [:])")
+            XCTAssertEqual(record?["status"] as? Int, status, "\(record ?? [:])")
+        }
+    }
+
     /// Each refusal is logged once, as a CONNECT with its status.
     func testRefusalsAreLogged() throws {
         _ = try connect("denied.test:443")

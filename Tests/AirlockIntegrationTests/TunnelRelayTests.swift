@@ -219,6 +219,35 @@ final class TunnelRelayTests: XCTestCase {
         XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.error" && $0["error"] as? String == "upstream-refused" })
     }
 
+    /// A tunnel refused before its 200 (the target does not resolve): the `request.error` record
+    /// names the route and the target, as the access record does.
+    func testUnresolvableTargetIs502AndTheErrorRecordNamesTheRoute() throws {
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            \(Fixture.limitsYAML([:]))
+            routes:
+              - name: nowhere
+                match: { host: "*.invalid" }
+                connect: tunnel
+                upstream: origin
+            """)
+        airlocks.append(a)
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        let r = try c.exchange("CONNECT no-such-host.invalid:443 HTTP/1.1\r\nHost: no-such-host.invalid:443\r\n\r\n",
+                               method: "CONNECT")
+        XCTAssertEqual(r.status, 502, r.bodyString)
+        XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "upstream-unresolvable")
+        let error = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.error" })
+        XCTAssertEqual(error["error"] as? String, "upstream-unresolvable")
+        XCTAssertEqual(error["route"] as? String, "nowhere", "\(error)")
+        XCTAssertEqual(error["target"] as? String, "no-such-host.invalid:443", "\(error)")
+        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        XCTAssertEqual(record["route"] as? String, "nowhere")
+        XCTAssertEqual(record["tunnel"] as? String, "connect-failed")
+    }
+
     /// Several tunnels, each logged exactly once with its own counts.
     func testEachTunnelHasOneAccessRecord() throws {
         let echo = try server { c in

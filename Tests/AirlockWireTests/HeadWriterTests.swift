@@ -132,6 +132,7 @@ final class HeadWriterTests: XCTestCase {
         XCTAssertEqual(ReasonPhrase.standard(for: 414), "URI Too Long")
         XCTAssertEqual(ReasonPhrase.standard(for: 431), "Request Header Fields Too Large")
         XCTAssertEqual(ReasonPhrase.standard(for: 502), "Bad Gateway")
+        XCTAssertEqual(ReasonPhrase.standard(for: 508), "Loop Detected", "RFC 5842")
         XCTAssertEqual(ReasonPhrase.standard(for: 799), "Unknown")
     }
 }
