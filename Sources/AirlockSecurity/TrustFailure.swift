@@ -28,6 +28,7 @@ public struct TrustFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case .untrustedChain: "the chain does not lead to a trusted anchor"
         case .hostnameMismatch: "the certificate does not name the host"
         case .expired: "a certificate is outside its validity period"
+        case .notYetValid: "a certificate is not valid yet"
         case .weakCertificate: "a certificate is below the required security level"
         case .handshakeFailed: "the TLS handshake did not complete"
         }

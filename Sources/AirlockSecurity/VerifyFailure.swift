@@ -42,7 +42,8 @@ public enum VerifyFailure: Sendable, Equatable, Error {
     /// The trust failure this verification failure rejects a server with.
     public var reason: TrustFailureReason {
         switch self {
-        case .expired, .notYetValid: .expired
+        case .expired: .expired
+        case .notYetValid: .notYetValid
         case .hostnameMismatch: .hostnameMismatch
         case .untrusted: .untrustedChain
         case .weakCertificate: .weakCertificate

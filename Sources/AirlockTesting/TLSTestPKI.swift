@@ -17,11 +17,13 @@ public struct TLSTestPKI: Sendable {
     /// `weak`: also the chains OpenSSL security level 2 refuses (make_pki.py --weak): `sha1-leaf`, `md5-leaf`
     /// (under `rsa-intermediate`, which also issues the good `rsa-leaf`), `rsa1024-leaf`, `sha1-ca-leaf` (under
     /// `sha1-intermediate`) and `rsa1024-ca-leaf` (under `rsa1024-intermediate`), all for localhost, 127.0.0.1.
-    public static func generate(weak: Bool = false) throws -> TLSTestPKI {
+    /// `notYetValid`: also `not-yet-valid` (make_pki.py --not-yet-valid), a localhost leaf valid from tomorrow.
+    public static func generate(weak: Bool = false, notYetValid: Bool = false) throws -> TLSTestPKI {
         let directory = try makeTemporaryDirectory(prefix: "airlock-tls-pki")
         do {
             let python = TLSFixtureScripts.python()
-            let result = try runProcess(python, [TLSFixtureScripts.makePKI, directory] + (weak ? ["--weak"] : []),
+            let flags = (weak ? ["--weak"] : []) + (notYetValid ? ["--not-yet-valid"] : [])
+            let result = try runProcess(python, [TLSFixtureScripts.makePKI, directory] + flags,
                                         timeout: 60)
             guard result.exitCode == 0 else {
                 throw AirlockTestingError(.process, """

@@ -11,7 +11,7 @@ final class TLSOriginationTests: XCTestCase {
     private var airlocks: [AirlockProcess] = []
 
     override func setUpWithError() throws {
-        pki = try TLSTestPKI.generate()
+        pki = try TLSTestPKI.generate(notYetValid: true)
     }
 
     override func tearDown() {
@@ -263,6 +263,15 @@ final class TLSOriginationTests: XCTestCase {
         let record = assertRejected(try get(a, "/expired"), by: a, origin: o, reason: "expired", "expired leaf")
         XCTAssertTrue((record?["verify_error"] as? String ?? "").contains("expired"), "\(record ?? [:])")
         XCTAssertEqual(presentedPins(record), [pki.pin("expired"), pki.pin("intermediate")])
+    }
+
+    /// A leaf whose validity has not begun is not "expired": its own reason, OpenSSL's text beside it.
+    func testNotYetValidLeafIsRejectedAsNotYetValid() throws {
+        let o = try origin("not-yet-valid")
+        let a = try gateway(o, security: security(["pinning: public-key", pins("root")]))
+        let record = assertRejected(try get(a, "/future"), by: a, origin: o, reason: "not-yet-valid", "not-yet-valid leaf")
+        XCTAssertTrue((record?["verify_error"] as? String ?? "").contains("not yet valid"), "\(record ?? [:])")
+        XCTAssertEqual(presentedPins(record), [pki.pin("not-yet-valid"), pki.pin("intermediate")])
     }
 
     // MARK: truncation

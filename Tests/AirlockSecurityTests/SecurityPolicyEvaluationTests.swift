@@ -15,7 +15,7 @@ final class SecurityPolicyEvaluationTests: XCTestCase {
     func testNoneMapsEachVerifyFailure() {
         let cases: [(VerifyFailure, TrustFailureReason)] = [
             (.expired("certificate has expired"), .expired),
-            (.notYetValid("certificate is not yet valid"), .expired),
+            (.notYetValid("certificate is not yet valid"), .notYetValid),
             (.hostnameMismatch("hostname mismatch"), .hostnameMismatch),
             (.untrusted("unable to get local issuer certificate"), .untrustedChain),
         ]
@@ -175,7 +175,7 @@ final class SecurityPolicyEvaluationTests: XCTestCase {
         // Default trust is checked first: its failure wins over the pinned one.
         let both = policy.evaluate(certificateTrust(default: .failure(.notYetValid("certificate is not yet valid")),
                                                     pinned: .failure(.untrusted("x"))))
-        XCTAssertEqual(both, .rejected(TrustFailure(reason: .expired, verifyError: "certificate is not yet valid")))
+        XCTAssertEqual(both, .rejected(TrustFailure(reason: .notYetValid, verifyError: "certificate is not yet valid")))
     }
 
     func testCertificateWithAllowInvalidValidatesOnlyAgainstThePins() throws {

@@ -30,6 +30,7 @@ final class TrustFailureTests: XCTestCase {
 
     func testReasonsAreStableLabels() {
         XCTAssertEqual(TrustFailureReason.allCases.map(\.rawValue),
-                       ["pin-mismatch", "untrusted-chain", "hostname-mismatch", "expired", "weak-certificate", "handshake-failed"])
+                       ["pin-mismatch", "untrusted-chain", "hostname-mismatch", "expired", "not-yet-valid", "weak-certificate",
+                        "handshake-failed"])
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates a throwaway test PKI for Airlock's TLS integration tests.
 
-Usage: make_pki.py OUTDIR [--weak]
+Usage: make_pki.py OUTDIR [--weak] [--not-yet-valid]
 
 EC P-256 keys, SHA-256 signatures (except the --weak set). Everything is made fresh on every run; nothing here is
 meant to be committed. Writes into OUTDIR (created if missing):
@@ -15,6 +15,10 @@ meant to be committed. Writes into OUTDIR (created if missing):
     other-root      CA, self-signed, unrelated               other-root.pem .der .key
     other-leaf      localhost + 127.0.0.1, by other-root     other-leaf.pem .key, other-leaf-chain.pem
     selfsigned      localhost + 127.0.0.1, self-signed, not a CA   selfsigned.pem .key, selfsigned-chain.pem
+
+With --not-yet-valid, also:
+
+    not-yet-valid   localhost + 127.0.0.1, valid from tomorrow   not-yet-valid.pem .key, -chain.pem
 
 With --weak, also certificates that OpenSSL security level 2 refuses (and their controls), all
 for localhost + 127.0.0.1 under the same root:
@@ -212,9 +216,10 @@ def pem(cert):
 
 def main(argv):
     weak = "--weak" in argv[1:]
-    rest = [a for a in argv[1:] if a != "--weak"]
+    future = "--not-yet-valid" in argv[1:]
+    rest = [a for a in argv[1:] if a not in ("--weak", "--not-yet-valid")]
     if len(rest) != 1 or rest[0].startswith("-"):
-        sys.stderr.write("usage: make_pki.py OUTDIR [--weak]\n")
+        sys.stderr.write("usage: make_pki.py OUTDIR [--weak] [--not-yet-valid]\n")
         return 2
     out = os.path.abspath(rest[0])
     os.makedirs(out, exist_ok=True)
@@ -234,6 +239,9 @@ def main(argv):
         make("other-leaf", "localhost", other_root, ca=False, sans=LOCAL_NAMES),
         make("selfsigned", "localhost", None, ca=False, sans=LOCAL_NAMES),
     ]
+    if future:
+        everything.append(make("not-yet-valid", "localhost", intermediate, ca=False, sans=LOCAL_NAMES,
+                               not_before=NOW + DAY, not_after=NOW + 30 * DAY))
     if weak:
         everything += weak_set(root, intermediate)
         command = [os.environ.get("OPENSSL", "openssl"), "genpkey", "-genparam", "-algorithm", "DH",
