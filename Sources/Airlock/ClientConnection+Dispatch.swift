@@ -346,6 +346,8 @@ extension ClientConnection: UpstreamOwner {
             return
         }
         switch event {
+        case .tlsFailed(let why) where u.stream.tlsFailedBeforeServerHello:
+            failExchange(.tlsHandshakeFailed(u.address.description, why))
         case .tlsFailed(let why):
             let failure = TrustFailure(reason: .handshakeFailed, verifyError: nil, detail: why)
             upstreamUntrusted(u, failure: failure, presented: [])

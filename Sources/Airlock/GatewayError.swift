@@ -31,6 +31,9 @@ struct GatewayError: Error, Sendable {
         case upstreamMalformed = "upstream-malformed-response"
         case upstreamClosed = "upstream-closed"
         case untrustedUpstream = "untrusted-upstream"
+        /// 502: the TLS handshake with the upstream failed before it sent any handshake message
+        /// (a plaintext server: "wrong version number"), so no certificate was there to judge.
+        case tlsHandshakeFailed = "tls-handshake-failed"
         case rejectedResponse = "rejected-response"
         /// 503 at once while the route's upstream is unreachable (reachability probes).
         case upstreamUnreachable = "upstream-unreachable"
@@ -88,6 +91,20 @@ struct GatewayError: Error, Sendable {
         message = wire.detail
         source = .client
         mustClose = true
+    }
+
+    /// `NSURLErrorSecureConnectionFailed`, the JSON body's `code` for `tls-handshake-failed`.
+    static let secureConnectionFailed = -1200
+
+    /// 502 tls-handshake-failed (code -1200, with NSURLErrorSecureConnectionFailed's text): the
+    /// upstream at `address` answered the ClientHello with no TLS, or closed.
+    static func tlsHandshakeFailed(_ address: String, _ why: String) -> GatewayError {
+        var e = GatewayError(.tlsHandshakeFailed, status: 502,
+                             message: "An SSL error has occurred and a secure connection to the server cannot be made. "
+                                 + "(the TLS handshake with \(address) failed before any certificate: \(why))",
+                             source: .upstream)
+        e.extra = [("code", .int(secureConnectionFailed))]
+        return e
     }
 
     /// A malformed upstream response: 502, reason names the wire rule.

@@ -9,6 +9,10 @@ extension Stream {
 
     public var tlsSessionReused: Bool { tls?.isResumed ?? false }
 
+    /// True when the client handshake failed before the server sent any handshake message
+    /// (no ServerHello, so no certificate either): the server does not speak TLS, or closed.
+    public var tlsFailedBeforeServerHello: Bool { tls?.failedBeforeServerHello ?? false }
+
     /// Runs one X509 validation of the presented chain (see TLSClientContext.verify).
     public func tlsVerify(anchors: TLSClientContext.Anchors, hostname: String?)
         -> Result<[PeerCertificate], TLSClientContext.VerifyError> {

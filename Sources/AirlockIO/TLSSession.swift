@@ -58,6 +58,10 @@ final class TLSSession {
     var handshakeFailed = false
     /// Why the certificate callback refused, for the handshake's failure reason.
     var certificateFailure: String?
+    /// A client handshake that failed before the server's first handshake message (its
+    /// ServerHello) was read, and not on an alert from it: the peer answered with no TLS at
+    /// all (a plaintext server: "wrong version number") or closed. Set with the failure.
+    private(set) var failedBeforeServerHello = false
     /// What the handshake wrote straight to the socket, counted by its BIO before `wire` replaced it.
     private var handshakeBytesWritten: UInt64 = 0
 
@@ -106,6 +110,9 @@ final class TLSSession {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
         default:
+            // Reasons from SSL_AD_REASON_OFFSET up are alerts the peer sent: it speaks TLS.
+            failedBeforeServerHello = !isServer && SSL_get_state(ssl) == TLS_ST_CW_CLNT_HELLO
+                && ERR_GET_REASON(ERR_peek_error()) < SSL_AD_REASON_OFFSET
             let why = Self.opensslError(fallback: "handshake failed")
             if let c = certificateFailure { return .failed("\(c) (\(why))") }
             return .failed(why)

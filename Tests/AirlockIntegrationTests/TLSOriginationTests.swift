@@ -274,6 +274,44 @@ final class TLSOriginationTests: XCTestCase {
         XCTAssertEqual(presentedPins(record), [pki.pin("not-yet-valid"), pki.pin("intermediate")])
     }
 
+    /// An https upstream that is a plaintext HTTP server: it answers the ClientHello with a 400,
+    /// so the handshake fails before any certificate. That is no trust decision: 502
+    /// tls-handshake-failed, code -1200 (NSURLErrorSecureConnectionFailed), OpenSSL's reason in
+    /// the message, and no upstream.rejected record.
+    func testPlaintextServerIs502TLSHandshakeFailedNotUntrusted() throws {
+        let plain = try TCPTestServer { c in
+            _ = try? c.read(upTo: 4096, timeout: 5)
+            try? c.write(Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+            c.shutdownWrite()
+        }
+        defer { plain.stop() }
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            \(Fixture.limitsYAML([:]))
+            routes:
+              - name: tls
+                match: { host: "*" }
+                upstream: https://localhost:\(plain.port)
+                security:
+                  ca: "\(pki.path("root.pem"))"
+            """)
+        airlocks.append(a)
+        let r = try get(a, "/plain")
+        XCTAssertEqual(r.status, 502, text(r))
+        let body = Fixture.json(r.body)
+        XCTAssertEqual(body["error"] as? String, "tls-handshake-failed", text(r))
+        XCTAssertEqual(body["code"] as? Int, -1200, text(r))
+        let message = body["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("wrong version number"), message)
+        XCTAssertFalse(message.contains("pretending"), message)
+        let error = a.waitForLog(timeout: 5) { $0["event"] as? String == "request.error" }
+        XCTAssertEqual(error?["error"] as? String, "tls-handshake-failed", "\(error ?? [:])")
+        XCTAssertEqual(error?["route"] as? String, "tls", "\(error ?? [:])")
+        XCTAssertNil(a.logRecords().first { $0["event"] as? String == "upstream.rejected" }, "no certificate was judged")
+        XCTAssertGreaterThan(plain.acceptedCount, 0)
+    }
+
     // MARK: truncation
 
     func testTruncatedTLSBodyIsIncompleteForTheClient() throws {
