@@ -57,6 +57,34 @@ public final class Resolver {
     }
 }
 
+extension Resolver {
+    /// The system resolver's (glibc's) words for one of libevent's `EVUTIL_EAI_*` codes, as
+    /// getaddrinfo would have said it: libevent's own table (`evutil_gai_strerror`) has BSD's
+    /// text ("nodename nor servname provided, or not known"). libevent's text for a code glibc has
+    /// no counterpart for (a cancelled request).
+    static func describe(_ code: Int32) -> String {
+        let native: Int32? = switch code {
+        case EVUTIL_EAI_NONAME: EAI_NONAME
+        case EVUTIL_EAI_AGAIN: EAI_AGAIN
+        case EVUTIL_EAI_FAIL: EAI_FAIL
+        case EVUTIL_EAI_NODATA: glibcEAINoData
+        case EVUTIL_EAI_ADDRFAMILY: glibcEAIAddrFamily
+        case EVUTIL_EAI_FAMILY: EAI_FAMILY
+        case EVUTIL_EAI_MEMORY: EAI_MEMORY
+        case EVUTIL_EAI_SERVICE: EAI_SERVICE
+        case EVUTIL_EAI_SOCKTYPE: EAI_SOCKTYPE
+        case EVUTIL_EAI_BADFLAGS: EAI_BADFLAGS
+        case EVUTIL_EAI_SYSTEM: EAI_SYSTEM
+        default: nil
+        }
+        return String(cString: native.map { gai_strerror($0) } ?? evutil_gai_strerror(code))
+    }
+
+    // glibc's netdb.h declares these two only under _GNU_SOURCE; the values are its ABI.
+    private static let glibcEAINoData: Int32 = -5
+    private static let glibcEAIAddrFamily: Int32 = -9
+}
+
 private final class ResolveRequest {
     let host: String
     let port: UInt16
@@ -70,7 +98,7 @@ private final class ResolveRequest {
 
     func finish(_ result: Int32, _ res: UnsafeMutablePointer<addrinfo>?) {
         guard result == 0, res != nil else {
-            let why = String(cString: evutil_gai_strerror(result))
+            let why = Resolver.describe(result)
             completion(.failure(IOError(.resolve, "\(host): \(why)")))
             return
         }
