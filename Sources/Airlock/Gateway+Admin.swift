@@ -18,6 +18,9 @@ extension Gateway {
                                     metrics: context.metrics, reachability: context.reachability)
         } catch let error where config.admin.isDefaultAddress {
             adminUnavailable = "\(error)"
+        } catch {
+            // The start fails naming the key, as a configuration problem would.
+            throw ConfigError(keyPath: "admin", message: (error as? IOError)?.detail ?? "\(error)")
         }
     }
 

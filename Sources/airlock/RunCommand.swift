@@ -33,16 +33,17 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        AirlockLogging.bootstrap(level: logLevel.level)
+        let logger = Logger(label: "airlock")
         let effective: AirlockConfig
         do {
             effective = try loadConfig()
         } catch let error as ConfigError {
+            AirlockLogging.logStartFailure(error, to: logger)
             printIssues(error)
             throw ExitCode.failure
         }
 
-        AirlockLogging.bootstrap(level: logLevel.level)
-        let logger = Logger(label: "airlock")
         logger.info("airlock.config", metadata: [
             "source": .string(config ?? "embedded default"),
             "listen": .string(effective.listen.description),
@@ -57,7 +58,7 @@ struct RunCommand: ParsableCommand {
             let gateway = try Gateway(config: effective, logger: logger)
             try gateway.run()
         } catch {
-            logger.critical("airlock.failed", metadata: ["error": .string(String(describing: error))])
+            AirlockLogging.logStartFailure(error, to: logger)
             printError("airlock: \(error)")
             throw ExitCode.failure
         }

@@ -150,6 +150,64 @@ final class LifecycleRecordTests: XCTestCase {
         XCTAssertNil(records.first { $0["event"] as? String == "airlock.listening" }, all)
     }
 
+    /// A configuration with several problems: besides the `keyPath: message` lines on stderr, one
+    /// `airlock.failed` record on stdout lists every problem with its key path; exit 1.
+    func testAnInvalidConfigurationWritesOneFailedRecordWithEveryIssue() throws {
+        let (result, records) = try failedStart("""
+            listen: 127.0.0.1:0
+            workers: 999
+            admin: off
+            routes:
+              - name: default
+                match: { host: "*" }
+                upstream: origin
+              - name: api
+                match: { host: api.test }
+                upstream: http://user@api.test/path
+            """)
+        let all = "stdout: \(result.stdoutString)\nstderr: \(result.stderr)"
+        XCTAssertEqual(result.exitCode, 1, all)
+        let stderrKeyPaths = result.stderr.split(separator: "\n").compactMap { $0.split(separator: ":").first.map(String.init) }
+        XCTAssertEqual(stderrKeyPaths.sorted(), ["routes[1].upstream", "workers"], "stderr as before: \(all)")
+        let failed = records.filter { $0["event"] as? String == "airlock.failed" }
+        XCTAssertEqual(failed.count, 1, all)
+        XCTAssertEqual(failed.first?["level"] as? String, "critical", all)
+        let issues = failed.first?["issues"] as? [[String: Any]] ?? []
+        XCTAssertEqual(issues.compactMap { $0["key_path"] as? String }, stderrKeyPaths, all)
+        for (issue, line) in zip(issues, result.stderr.split(separator: "\n")) {
+            XCTAssertEqual("\(issue["key_path"] ?? ""): \(issue["message"] ?? "")", String(line), "the same words as stderr")
+        }
+        let error = failed.first?["error"] as? String ?? ""
+        XCTAssertTrue(error.contains("workers: ") && error.contains("routes[1].upstream: "), "\(failed)")
+        XCTAssertNil(records.first { $0["event"] as? String == "airlock.config" }, all)
+    }
+
+    /// A configured admin address that cannot be bound fails the start, and the error names the
+    /// `admin` key (not only the address).
+    func testATakenAdminAddressFailsTheStartNamingTheAdminKey() throws {
+        let taken = try TestOrigin(.closeImmediately)
+        defer { taken.stop() }
+        let (result, records) = try failedStart("""
+            listen: 127.0.0.1:0
+            workers: 1
+            admin: 127.0.0.1:\(taken.port)
+            routes:
+              - name: default
+                match: { host: "*" }
+                upstream: origin
+            """)
+        let all = "stdout: \(result.stdoutString)\nstderr: \(result.stderr)"
+        XCTAssertEqual(result.exitCode, 1, all)
+        let failed = try XCTUnwrap(records.first { $0["event"] as? String == "airlock.failed" }, all)
+        let error = failed["error"] as? String ?? ""
+        XCTAssertTrue(error.hasPrefix("admin: "), "the error names the key: \(failed)")
+        XCTAssertTrue(error.contains("127.0.0.1:\(taken.port)") && error.lowercased().contains("in use"), "\(failed)")
+        XCTAssertEqual((failed["issues"] as? [[String: Any]])?.first?["key_path"] as? String, "admin", "\(failed)")
+        XCTAssertTrue(result.stderr.contains("airlock: admin: "), all)
+        XCTAssertNil(records.first { $0["event"] as? String == "airlock.listening" }, all)
+        XCTAssertEqual(taken.acceptedConnections, 0)
+    }
+
     /// SIGTERM with an exchange in flight that outlives `drain_timeout`: Airlock waits that long, then cuts
     /// the exchange off (the client never gets the upstream's answer, its connection closes) and stops.
     func testDrainTimeoutCutsOffInFlightExchange() throws {

@@ -129,7 +129,13 @@ final class CheckConfigCLITests: XCTestCase {
         let outcome = try run(["run", "--listen", "0.0.0.0:0"])
         XCTAssertEqual(outcome.status, 1)
         XCTAssertTrue(outcome.stderr.hasPrefix("routes[0].match.host: "), outcome.stderr)
-        XCTAssertEqual(outcome.stdout, "", "config errors go to stderr, before logging starts")
+        // Config errors go to stderr, and to stdout as one airlock.failed record (the JSON log).
+        let lines = outcome.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 1, outcome.stdout)
+        let record = lines.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
+        XCTAssertEqual(record?["event"] as? String, "airlock.failed", outcome.stdout)
+        let issues = record?["issues"] as? [[String: Any]]
+        XCTAssertEqual(issues?.compactMap { $0["key_path"] as? String }, ["routes[0].match.host"], outcome.stdout)
     }
 
     func testRunReportsConfigErrorsWithoutAStackTrace() throws {

@@ -14,6 +14,20 @@ public enum AirlockLogging {
     }
 
     private static let once = OnceFlag()
+
+    /// The `airlock.failed` record (critical): the start failed. `error` is the error's text;
+    /// a configuration error also lists each problem with its key path in `issues`
+    /// (`[{"key_path": ..., "message": ...}]`).
+    public static func logStartFailure(_ error: any Error, to logger: Logger) {
+        var metadata: Logger.Metadata = ["error": .string(String(describing: error))]
+        if let config = error as? ConfigError {
+            metadata["error"] = .string(config.issues.map(\.description).joined(separator: "; "))
+            metadata["issues"] = .array(config.issues.map {
+                .dictionary(["key_path": .string($0.keyPath), "message": .string($0.message)])
+            })
+        }
+        logger.critical("airlock.failed", metadata: metadata)
+    }
 }
 
 /// True exactly once, for the first caller, from any thread.
