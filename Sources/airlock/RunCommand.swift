@@ -72,7 +72,11 @@ struct RunCommand: ParsableCommand {
             loaded.listen = address
         }
         if let workers {
-            loaded.workers = workers == "auto" ? AirlockConfig.autoWorkers : Int(workers) ?? loaded.workers
+            if workers == "auto" {
+                loaded.setWorkersAuto()
+            } else {
+                loaded.workers = Int(workers) ?? loaded.workers
+            }
         }
         try loaded.validate()
         return loaded

@@ -58,6 +58,34 @@ final class CheckConfigCLITests: XCTestCase {
         XCTAssertTrue(outcome.stdout.hasPrefix("listen: 127.0.0.1:8080\n"), outcome.stdout)
     }
 
+    /// "Every default filled in": `workers: auto` shows the setting and what it resolves to on
+    /// this machine, and every route that can reach a TLS upstream shows its `security`, default
+    /// `min_security_level` included; the output loads back to the same configuration.
+    func testCheckConfigShowsWorkersAutoAndTheDefaultSecurityLevel() throws {
+        let yaml = """
+            listen: 127.0.0.1:8080
+            workers: auto
+            routes:
+              - name: api
+                match: { host: api.test }
+                upstream: https://api.test
+              - name: rest
+                match: { host: "*" }
+                upstream: origin
+            """
+        let outcome = try run(["check-config", try temporaryFile(yaml)])
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        let lines = outcome.stdout.split(separator: "\n").map(String.init)
+        let workers = try XCTUnwrap(lines.first { $0.hasPrefix("workers:") }, outcome.stdout)
+        XCTAssertTrue(workers.hasPrefix("workers: auto "), workers)
+        XCTAssertTrue(workers.contains("resolves to \(AirlockConfig.autoWorkers)"), workers)
+        XCTAssertEqual(lines.filter { $0 == "      min_security_level: 2" }.count, 2, outcome.stdout)
+        XCTAssertEqual(try AirlockConfig.load(yaml: outcome.stdout), try AirlockConfig.load(yaml: yaml))
+        // A number stays a number.
+        let fixed = try run(["check-config", try temporaryFile(yaml.replacingOccurrences(of: "workers: auto", with: "workers: 3"))])
+        XCTAssertTrue(fixed.stdout.contains("\nworkers: 3\n"), fixed.stdout)
+    }
+
     func testCheckConfigListsEveryIssueForABadFile() throws {
         let outcome = try run(["check-config", try temporaryFile("""
             listen: 0.0.0.0:8080

@@ -1,11 +1,11 @@
 import AirlockSecurity
 extension AirlockConfig {
     /// The effective configuration as YAML that `load(yaml:)` reads back to
-    /// an equal value. `workers` is the resolved number, not `auto`.
+    /// an equal value. `workers: auto` says what it resolves to in a comment.
     public func renderYAML() -> String {
         var lines: [String] = [
             "listen: \(Self.yamlScalar(listen.description))",
-            "workers: \(workers)",
+            workersSetting == .auto ? "workers: auto  # resolves to \(workers) on this machine" : "workers: \(workers)",
             "allow_open_proxy: \(allowOpenProxy)",
             "io_uring: \(ioUring.rawValue)",
             "limits:",
@@ -38,7 +38,10 @@ extension AirlockConfig {
             lines.append("    upstream: \(Self.yamlScalar(route.upstream.description))")
             lines.append("    connect: \(route.connect.rawValue)")
             lines.append("    connect_ports: [\(route.connectPorts.map(String.init).joined(separator: ", "))]")
-            if route.security != .default {
+            // Shown wherever it applies (an `origin` or `https://` upstream), defaults and all.
+            var reachesTLS = true
+            if case .fixed(let t) = route.upstream { reachesTLS = t.scheme == "https" }
+            if route.security != .default || reachesTLS {
                 let s = route.security
                 lines.append("    security:")
                 lines.append("      pinning: \(s.policy.mode.rawValue)")
@@ -51,9 +54,7 @@ extension AirlockConfig {
                 lines.append("      pin_scope: \(s.policy.pinScope.rawValue)")
                 lines.append("      allow_invalid_certificates: \(s.policy.allowInvalidCertificates)")
                 lines.append("      validates_domain_name: \(s.policy.validatesDomainName)")
-                if s.policy.minimumSecurityLevel != RouteSecurity.default.policy.minimumSecurityLevel {
-                    lines.append("      min_security_level: \(s.policy.minimumSecurityLevel)")
-                }
+                lines.append("      min_security_level: \(s.policy.minimumSecurityLevel)")
                 if let ca = s.caFiles.first, s.caFiles.count == 1 {
                     lines.append("      ca: \(Self.yamlScalar(ca))")
                 }

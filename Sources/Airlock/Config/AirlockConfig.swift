@@ -11,8 +11,12 @@ import AirlockSerialization
 /// loaded config (the CLI's `--listen`) calls `validate()` again.
 public struct AirlockConfig: Sendable, Equatable {
     public var listen: ListenAddress
-    /// Event loops; `auto` in the file is resolved to the active core count at load.
-    public var workers: Int
+    /// Event loops; `auto` in the file is resolved to the active core count at load. Setting a
+    /// number makes `workersSetting` `.count`.
+    public var workers: Int { didSet { workersSetting = .count } }
+    /// How `workers` was given: `auto` (resolved to `autoWorkers`) or a number. `check-config`
+    /// prints both the setting and what it resolves to.
+    public private(set) var workersSetting: WorkersSetting
     /// Permits `upstream: origin` for host `*` on a non-loopback listener.
     public var allowOpenProxy: Bool
     public var limits: LimitsConfig
@@ -27,6 +31,11 @@ public struct AirlockConfig: Sendable, Equatable {
     /// `ca:`: the local CA for intercepted CONNECT tunnels, loaded and checked; nil without one.
     public var ca: CAConfig?
 
+    public enum WorkersSetting: Sendable, Equatable {
+        case auto      // one per active core, resolved at load
+        case count     // the number written
+    }
+
     public enum IOUringMode: String, Sendable, Equatable, CaseIterable {
         /// Each loop iteration's writes go out in one io_uring submission where the
         /// kernel allows it; one `send` per stream where it does not.
@@ -37,7 +46,7 @@ public struct AirlockConfig: Sendable, Equatable {
 
     public init(
         listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080),
-        workers: Int = AirlockConfig.autoWorkers,
+        workers: Int? = nil,
         allowOpenProxy: Bool = false,
         limits: LimitsConfig = LimitsConfig(),
         routes: [RouteConfig],
@@ -46,7 +55,8 @@ public struct AirlockConfig: Sendable, Equatable {
         ioUring: IOUringMode = .auto
     ) {
         self.listen = listen
-        self.workers = workers
+        self.workers = workers ?? Self.autoWorkers
+        self.workersSetting = workers == nil ? .auto : .count
         self.allowOpenProxy = allowOpenProxy
         self.limits = limits
         self.routes = routes
@@ -69,6 +79,12 @@ public struct AirlockConfig: Sendable, Equatable {
     }
 
     static let maxWorkers = 256
+
+    /// `workers: auto`: one per active core (`autoWorkers`), remembered as `auto`.
+    public mutating func setWorkersAuto() {
+        workers = Self.autoWorkers
+        workersSetting = .auto
+    }
 
     /// The first route, in order, whose host pattern matches `host` (lowercase,
     /// no port) and whose path prefix, if any, prefixes `path`.

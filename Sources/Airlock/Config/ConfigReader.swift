@@ -48,7 +48,7 @@ struct ConfigReader {
         }
         if let node = fields["workers"], let text = scalar(node, at: "workers") {
             if text == "auto" {
-                config.workers = AirlockConfig.autoWorkers
+                config.setWorkersAuto()
             } else if let count = ConfigSyntax.parseCount(text) {
                 config.workers = count
             } else {
