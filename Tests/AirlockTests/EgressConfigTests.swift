@@ -72,4 +72,21 @@ final class EgressConfigTests: XCTestCase {
                                      + "never dials 0.0.0.0/8 or ::\n"), local)
         XCTAssertFalse(local.contains("    egress:\n"), "no lists, no block")
     }
+
+    /// A host a browser reads as IPv4 but that is not a plain dotted quad is refused at load
+    /// too, in an upstream URL and in a route's match.
+    func testNumericHostsThatAreNotDottedQuadsAreRefused() {
+        for host in ["0177.0.0.1", "127.1", "2130706433", "0x7f000001", "0x7f.1", "127.0.0.01"] {
+            assertSingleIssue(yaml(upstream: "http://\(host):8080"), at: "routes[0].upstream")
+            XCTAssertEqual(loadIssues("""
+                routes:
+                  - name: r
+                    match: { host: "\(host)" }
+                    upstream: origin
+                """).map(\.keyPath), ["routes[0].match.host"], host)
+        }
+        XCTAssertNotNil(assertLoads(yaml(upstream: "http://127.0.0.1:8080")))
+        XCTAssertNotNil(assertLoads(yaml(upstream: "http://api.v2.example:8080")))
+        XCTAssertNotNil(assertLoads(yaml(upstream: "http://1password.com:8080")))
+    }
 }
