@@ -269,11 +269,11 @@ final class InterceptTests: XCTestCase {
         let o = try origin()
         let a = try gateway(o)
         _ = try curl(a, o.url("/warm"))
-        let before = a.residentMemoryKiB()
+        let before = try a.residentMemoryKiB()
         // 48 MiB at 2 MiB/s, cut after 4 s: about 8 MiB read while the rest waits upstream.
         let r = try curl(a, o.url("/random/\(48 * 1024 * 1024)"), ["--limit-rate", "2M", "-o", "/dev/null"], timeout: 4)
         XCTAssertEqual(r.exitCode, 28, "cut by --max-time while reading slowly: \(r.stderr)")
-        let after = a.residentMemoryKiB()
+        let after = try a.residentMemoryKiB()
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
     }
 
