@@ -171,6 +171,7 @@ final class InterceptTests: XCTestCase {
         let presented = record?["presented_pins"] as? [String] ?? []
         XCTAssertTrue(presented.contains(pki.pin("leaf")) && presented.contains(pki.pin("intermediate")),
                       "the presented chain's pins: \(presented)")
+        XCTAssertTrue(o.receivesNoRequest(), "a rejected upstream got a request: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty, "a rejected upstream got no request")
     }
 
@@ -195,6 +196,7 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(r.exitCode, 0, r.stderr)
         XCTAssertTrue(r.stdoutString.hasSuffix("\n421"), r.stdoutString)
         XCTAssertTrue(r.stdoutString.contains("\"error\":\"misdirected-request\""), r.stdoutString)
+        XCTAssertTrue(o.receivesNoRequest(), "nothing reached the origin: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty, "nothing reached the origin")
         let record = accessRecords(a, count: 1) { $0["status"] as? Int == 421 }.first
         XCTAssertEqual(record?["intercepted"] as? Bool, true, "an answer Airlock gave inside the TLS session is marked too")
@@ -346,6 +348,7 @@ final class InterceptTests: XCTestCase {
         XCTAssertNotEqual(r.exitCode, 0, "no certificate for localhost from this CA: \(r.stdoutString)")
         let failed = a.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
         XCTAssertTrue((failed?["reason"] as? String ?? "").contains("do not permit localhost"), "\(failed ?? [:])")
+        XCTAssertTrue(o.receivesNoRequest(), "nothing reached the origin: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty)
     }
 
