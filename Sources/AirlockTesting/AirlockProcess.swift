@@ -119,13 +119,29 @@ public final class AirlockProcess: @unchecked Sendable {
         }
     }
 
-    /// VmRSS from /proc/PID/status in KiB; 0 if it cannot be read (the process is gone).
-    public func residentMemoryKiB() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+    /// VmRSS from /proc/PID/status in KiB, always positive. Throws `.process` if Airlock has exited
+    /// (a zombie has no VmRSS; a reaped one no status file) or the line is missing or not positive,
+    /// so "memory stayed flat" cannot pass because Airlock died.
+    public func residentMemoryKiB() throws -> Int {
+        func gone(_ why: String) -> AirlockTestingError {
+            AirlockTestingError(.process, """
+                no resident memory for airlock (pid \(child.pid)): \(why)
+                --- stderr ---
+                \(String(log.stderrText.suffix(4_000)))
+                """)
         }
-        return 0
+        if let status = child.exitStatusIfExited() { throw gone("it exited with status \(status)") }
+        guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8) else {
+            throw gone("/proc/\(child.pid)/status cannot be read")
+        }
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else {
+            throw gone("no VmRSS line (a zombie)")
+        }
+        guard let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? ""),
+              kib > 0 else {
+            throw gone("unreadable VmRSS: \(line)")
+        }
+        return kib
     }
 
     /// Sends `sig` to the child (nothing once it has been reaped).
