@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import XCTest
 
 /// Starts the built `airlock` executable as a child process, like a user would:
 /// `airlock run --config <temp file> <extraArgs>`, stdout read as JSON log lines on a background thread.
@@ -119,10 +120,22 @@ public final class AirlockProcess: @unchecked Sendable {
         }
     }
 
+    /// VmRSS in KiB, as `readResidentMemoryKiB`, for callers that do not handle errors: a dead
+    /// Airlock fails the calling test (XCTFail with the reason) and reads as `Int.max / 2`,
+    /// so no "memory stayed flat" comparison passes on it.
+    public func residentMemoryKiB(file: StaticString = #filePath, line: UInt = #line) -> Int {
+        do {
+            return try readResidentMemoryKiB()
+        } catch {
+            XCTFail("\(error)", file: file, line: line)
+            return Int.max / 2
+        }
+    }
+
     /// VmRSS from /proc/PID/status in KiB, always positive. Throws `.process` if Airlock has exited
     /// (a zombie has no VmRSS; a reaped one no status file) or the line is missing or not positive,
     /// so "memory stayed flat" cannot pass because Airlock died.
-    public func residentMemoryKiB() throws -> Int {
+    public func readResidentMemoryKiB() throws -> Int {
         func gone(_ why: String) -> AirlockTestingError {
             AirlockTestingError(.process, """
                 no resident memory for airlock (pid \(child.pid)): \(why)

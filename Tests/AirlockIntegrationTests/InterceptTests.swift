@@ -273,7 +273,7 @@ final class InterceptTests: XCTestCase {
         let o = try origin()
         let a = try gateway(o)
         _ = try curl(a, o.url("/warm"))
-        let before = try a.residentMemoryKiB()
+        let before = try a.readResidentMemoryKiB()
         // 48 MiB at 2 MiB/s takes curl about 24 s; measured once 6 MiB have arrived, while the rest waits upstream.
         let file = Fixture.tempFile("intercept-slow")
         defer { try? FileManager.default.removeItem(atPath: file) }
@@ -291,7 +291,7 @@ final class InterceptTests: XCTestCase {
         let deadline = Date().addingTimeInterval(30)
         while received() < 6 * 1024 * 1024 && slow.isRunning && Date() < deadline { usleep(20_000) }
         XCTAssertGreaterThanOrEqual(received(), 6 * 1024 * 1024, "curl read through the interception")
-        let after = try a.residentMemoryKiB()
+        let after = try a.readResidentMemoryKiB()
         XCTAssertTrue(slow.isRunning, "curl was still connected and reading when memory was read")
         XCTAssertLessThan(received(), 48 * 1024 * 1024, "and had not read the whole body")
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
