@@ -198,7 +198,17 @@ extension ClientConnection: UpstreamOwner {
     func connectUpstream(_ ex: Exchange) {
         // The connection that served this client last, if it is still idle in the pool (a
         // preference only: another client may have taken it), else the pool's most recent.
-        if let pooled = worker.checkoutUpstream(ex.key, preferring: lastUpstream) {
+        if var pooled = worker.checkoutUpstream(ex.key, preferring: lastUpstream) {
+            if !worker.phases.egressAllows(pooled.address, route: ex.routeRef) {
+                // Opened for a route with a wider egress policy: not for this one. The
+                // resolve below checks the addresses afresh (and answers 403 if none is left).
+                pooled.close()
+                guard let other = worker.checkoutUpstream(ex.key, preferring: nil),
+                      worker.phases.egressAllows(other.address, route: ex.routeRef) else {
+                    return resolveAndConnect(ex)
+                }
+                pooled = other
+            }
             if ex.holdsSlot {   // woken with a slot, but an idle connection is here: no new one
                 ex.holdsSlot = false
                 worker.releaseSlot(ex.key)
@@ -216,12 +226,26 @@ extension ClientConnection: UpstreamOwner {
                 return
             }
         }
+        resolveAndConnect(ex)
+    }
+
+    /// Resolves the upstream, keeps the addresses the route's egress policy allows, and
+    /// dials the first.
+    private func resolveAndConnect(_ ex: Exchange) {
         ex.metrics.dnsStart = EventLoop.nowNanos()
         worker.resolver.resolve(host: ex.key.host, port: ex.key.port) { [weak self, weak ex] result in
             guard let self, let ex, self.exchange === ex, self.phase == .forwarding else { return }
             ex.metrics.dnsEnd = EventLoop.nowNanos()
             switch result {
-            case .success(let addrs):
+            case .success(let resolved):
+                let addrs: [SocketAddress]
+                switch self.worker.phases.egressFilter(resolved, host: ex.key.host, port: ex.key.port,
+                                                        route: ex.routeRef, id: ex.id) {
+                case .success(let allowed): addrs = allowed
+                case .failure(let e):
+                    self.failExchange(e)   // the exchange's end returns its slot
+                    return
+                }
                 ex.addresses = addrs
                 ex.addressIndex = 0
                 self.connectNextAddress(ex)

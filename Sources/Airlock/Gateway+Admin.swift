@@ -9,13 +9,13 @@ extension Gateway {
     /// Binds the admin listener on the acceptor loop. A configured address that cannot be bound
     /// fails the start; the default one (127.0.0.1:9090, perhaps taken by another Airlock) only
     /// leaves the gateway without its admin listener, which `start` logs.
-    func startAdmin(rejects: RejectLog, context: GatewayContext) throws {
+    func startAdmin(rejects: RejectLog, metrics: GatewayMetrics, reachability: Reachabilities) throws {
         guard let address = config.admin.address else { return }
         do {
             admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects, token: config.admin.token,
                                     isReady: { [unowned self] in self.isTakingTraffic },
                                     tasks: TaskDirectory(loop: mainLoop), events: TaskEventHub(loop: mainLoop),
-                                    metrics: context.metrics, reachability: context.reachability)
+                                    metrics: metrics, reachability: reachability)
         } catch let error where config.admin.isDefaultAddress {
             adminUnavailable = "\(error)"
         } catch {

@@ -46,13 +46,15 @@ public final class Gateway: @unchecked Sendable {
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
         let metrics = GatewayMetrics(config: config, logSink: (logger.handler as? JSONLogHandler)?.sink)
+        let reachability = Reachabilities(config: config, logger: logger, metrics: metrics)
+        // The admin listener first: its address joins the loop check every worker makes.
+        try startAdmin(rejects: rejects, metrics: metrics, reachability: reachability)
         let context = GatewayContext(config: config, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
-                                     listenAddress: l.address, idPrefix: Self.randomHex(8), rejects: rejects,
-                                     metrics: metrics,
-                                     reachability: Reachabilities(config: config, logger: logger, metrics: metrics))
+                                     listenAddress: l.address, adminAddress: admin?.address,
+                                     idPrefix: Self.randomHex(8), rejects: rejects,
+                                     metrics: metrics, reachability: reachability)
         monitor = ReachabilityMonitor(loop: mainLoop, context: context)
-        try startAdmin(rejects: rejects, context: context)
         for i in 0..<max(1, config.workers) {
             workers.append(Worker(index: i, context: context,
                                   onConnectionClosed: { [unowned self] in self.connectionClosed() },

@@ -22,9 +22,14 @@ struct GatewayContext: Sendable {
     let metrics: GatewayMetrics
     /// Each configured upstream's reachability, fed by probes and by workers' connections.
     let reachability: Reachabilities
+    /// The proxy and admin listeners' bound addresses: never a target (508).
+    let ownListeners: OwnListeners
 
-    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress, idPrefix: String,
+    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress,
+         adminAddress: SocketAddress? = nil, idPrefix: String,
          rejects: RejectLog, metrics: GatewayMetrics, reachability: Reachabilities) {
+        self.ownListeners = OwnListeners([listenAddress] + (adminAddress.map { [$0] } ?? []),
+                                         interfaces: SocketAddress.interfaceAddresses())
         self.rejects = rejects
         self.metrics = metrics
         self.reachability = reachability
@@ -37,12 +42,6 @@ struct GatewayContext: Sendable {
         self.idPrefix = idPrefix
     }
 
-    /// True when `address` is this gateway's own listener.
-    func isSelf(_ address: SocketAddress) -> Bool {
-        guard address.port == listenAddress.port else { return false }
-        if address == listenAddress { return true }
-        let h = listenAddress.host
-        let wildcard = h == "0.0.0.0" || h == "::"
-        return address.isLoopback && (listenAddress.isLoopback || wildcard)
-    }
+    /// True when `address` is one of this gateway's own listeners (proxy or admin).
+    func isSelf(_ address: SocketAddress) -> Bool { ownListeners.contains(address) }
 }

@@ -8,6 +8,10 @@ struct GatewayError: Error, Sendable {
         case badRequest = "bad-request"                 // wire reason used instead when known
         case noRoute = "no-route"
         case loopDetected = "loop-detected"
+        /// 403: every address the target resolved to is outside the route's egress policy
+        /// (`egress:`, and the internal classes on a shared listener). The addresses are in
+        /// the `egress.denied` record, never in the body.
+        case egressDenied = "egress-denied"
         /// 403: the CONNECT's route says `connect: deny` (the default).
         case connectDenied = "connect-denied"
         /// 403: the CONNECT names a port outside its route's `connect_ports`.

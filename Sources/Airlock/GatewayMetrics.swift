@@ -68,6 +68,11 @@ final class GatewayMetrics: Sendable {
     }
 
     /// An upstream refused by the route's security policy, by trust-failure reason. Rare.
+    func egressDenied(route: String, reason: String) {
+        CoreMetrics.Counter(label: "airlock_egress_denied_total", dimensions: [("route", route), ("reason", reason)],
+                            factory: factory).increment()
+    }
+
     func untrusted(route: String, reason: String) {
         CoreMetrics.Counter(label: "airlock_untrusted_upstreams_total", dimensions: [("route", route), ("reason", reason)],
                 factory: factory).increment()

@@ -1,5 +1,6 @@
 import CoreMetrics
 import AirlockIO
+import AirlockSecurity
 import AirlockSerialization
 import AirlockSession
 import AirlockWire
@@ -108,6 +109,58 @@ struct GatewayPhases: ProxyPhases {
         }
         return .success(ConnectPeer(route: route, policy: config.connect, host: upstreamHost, port: upstreamPort,
                                     target: target))
+    }
+
+    // MARK: egress (between resolving and connecting)
+
+    /// The addresses `route` may dial among those `host` resolved to, each checked against the
+    /// route's egress policy before anything is dialled (so a name cannot switch to a denied
+    /// address between check and connect). Our own listeners pass through: the loop check
+    /// answers them (508). Denied addresses leave one `egress.denied` record (addresses and
+    /// reasons: the body never names them) and count in `airlock_egress_denied_total`; when
+    /// none is left the answer is 403 `egress-denied`.
+    func egressFilter(_ addresses: [SocketAddress], host: String, port: UInt16, route: Route,
+                      id: RequestID) -> Result<[SocketAddress], GatewayError> {
+        var allowed: [SocketAddress] = []
+        var denied: [(IPAddress, EgressPolicy.Reason)] = []
+        allowed.reserveCapacity(addresses.count)
+        for a in addresses {
+            guard !worker.context.isSelf(a), let ip = IPAddress(bytes: a.addressBytes) else {
+                allowed.append(a)
+                continue
+            }
+            switch route.egress.evaluate(ip) {
+            case .allowed: allowed.append(a)
+            case .denied(let reason): denied.append((ip, reason))
+            }
+        }
+        guard !denied.isEmpty else { return .success(addresses) }
+        let name = route.config.name
+        worker.context.metrics.egressDenied(route: name, reason: denied[0].1.rawValue)
+        worker.logger.warning("egress.denied", metadata: [
+            "request_id": .stringConvertible(id),
+            "route": .string(name),
+            "host": .string(host),
+            "port": .stringConvertible(Int(port)),
+            "addresses": .array(denied.map { .string($0.0.description) }),   // IPv4-mapped as IPv4
+            "reasons": .array(denied.map { .string($0.1.rawValue) }),
+            "refused": .stringConvertible(allowed.isEmpty),
+        ])
+        guard allowed.isEmpty else { return .success(allowed) }
+        var e = GatewayError(.egressDenied, status: 403,
+                             message: "route \(name) does not allow connecting to \(host):\(port) (egress policy)",
+                             source: .client)
+        e.extra = [("host", .string(host)), ("route", .string(name))]
+        return .failure(e)
+    }
+
+    /// Whether a pooled connection to `address` may carry `route`'s request: pooled
+    /// connections are keyed by host and port, so another route with a wider policy may have
+    /// opened it.
+    func egressAllows(_ address: SocketAddress, route: Route) -> Bool {
+        if route.egress.allowsAllDialable { return true }
+        guard let ip = IPAddress(bytes: address.addressBytes) else { return true }
+        return route.egress.evaluate(ip) == .allowed
     }
 
     // MARK: upstream request filter

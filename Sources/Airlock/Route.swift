@@ -1,3 +1,4 @@
+import AirlockSecurity
 import AirlockSerialization
 import AirlockSession
 
@@ -22,9 +23,14 @@ final class Route: Sendable {
     /// plain optionals instead of reaching into the configuration's `request` block.
     let exchangeTimeout: Duration?
     let throttle: RequestSerializationConfig.Throttle?
+    /// The egress policy in force (`RouteConfig.effectiveEgress`): every address this route
+    /// dials is checked against it first.
+    let egress: EgressPolicy
 
-    init(_ config: RouteConfig, metrics: RouteMetrics? = nil, health: UpstreamHealth? = nil) {
+    init(_ config: RouteConfig, metrics: RouteMetrics? = nil, health: UpstreamHealth? = nil,
+         egress: EgressPolicy? = nil) {
         self.config = config
+        self.egress = egress ?? config.egress
         self.metrics = metrics
         self.health = health
         self.requestSerializer = config.request.map(HTTPRequestSerializer.init(config:))
@@ -44,7 +50,7 @@ final class Route: Sendable {
     /// Routes in configuration order; the first that matches takes the request.
     static func table(_ config: AirlockConfig, metrics: GatewayMetrics? = nil, health: Reachabilities? = nil) -> [Route] {
         config.routes.enumerated().map { i, r in
-            Route(r, metrics: metrics?.routes[i], health: health?.byRoute[i])
+            Route(r, metrics: metrics?.routes[i], health: health?.byRoute[i], egress: r.effectiveEgress(listen: config.listen))
         }
     }
 }

@@ -64,10 +64,16 @@ final class Tunnel: StreamDelegate {
         worker.resolver.resolve(host: peer.host, port: peer.port) { [weak self] result in
             guard let self, self.machine.state == .connecting else { return }
             switch result {
-            case .success(let addrs):
-                self.addresses = addrs
-                self.addressIndex = 0
-                self.connectNextAddress()
+            case .success(let resolved):
+                switch self.worker.phases.egressFilter(resolved, host: self.peer.host, port: self.peer.port,
+                                                        route: self.route, id: self.id) {
+                case .success(let allowed):
+                    self.addresses = allowed
+                    self.addressIndex = 0
+                    self.connectNextAddress()
+                case .failure(let e):
+                    self.refuse(e)
+                }
             case .failure(let err):
                 self.refuse(GatewayError(.upstreamUnresolvable, status: 502,
                                          message: "cannot resolve \(peer.host): \(err.detail)", source: .upstream))

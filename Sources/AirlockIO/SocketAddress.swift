@@ -106,3 +106,40 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
         a.family == b.family && a.port == b.port && a.host == b.host
     }
 }
+
+extension SocketAddress {
+    /// The address without the port, network order: 4 bytes for IPv4, 16 for IPv6.
+    public var addressBytes: [UInt8] {
+        var st = storage
+        return withUnsafePointer(to: &st) { p in
+            if family == AF_INET {
+                return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { s in
+                    withUnsafeBytes(of: s.pointee.sin_addr) { Array($0) }
+                }
+            }
+            return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { s in
+                withUnsafeBytes(of: s.pointee.sin6_addr) { Array($0) }
+            }
+        }
+    }
+
+    /// Every address this machine's interfaces hold now (getifaddrs), IPv4 and IPv6, port 0:
+    /// what a listener on a wildcard address answers on besides loopback.
+    public static func interfaceAddresses() -> [SocketAddress] {
+        var head: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&head) == 0 else { return [] }
+        defer { freeifaddrs(head) }
+        var out: [SocketAddress] = []
+        var p = head
+        while let ifa = p {
+            if let sa = ifa.pointee.ifa_addr {
+                let family = Int32(sa.pointee.sa_family)
+                let length = family == AF_INET ? MemoryLayout<sockaddr_in>.size
+                    : family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : 0
+                if length > 0, let a = SocketAddress(UnsafePointer(sa), length: length) { out.append(a) }
+            }
+            p = ifa.pointee.ifa_next
+        }
+        return out
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import XCTest
 
 /// Starts the built `airlock` executable as a child process, like a user would:
 /// `airlock run --config <temp file> <extraArgs>`, stdout read as JSON log lines on a background thread.
@@ -119,13 +120,41 @@ public final class AirlockProcess: @unchecked Sendable {
         }
     }
 
-    /// VmRSS from /proc/PID/status in KiB; 0 if it cannot be read (the process is gone).
-    public func residentMemoryKiB() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+    /// VmRSS in KiB, as `readResidentMemoryKiB`, for callers that do not handle errors: a dead
+    /// Airlock fails the calling test (XCTFail with the reason) and reads as `Int.max / 2`,
+    /// so no "memory stayed flat" comparison passes on it.
+    public func residentMemoryKiB(file: StaticString = #filePath, line: UInt = #line) -> Int {
+        do {
+            return try readResidentMemoryKiB()
+        } catch {
+            XCTFail("\(error)", file: file, line: line)
+            return Int.max / 2
         }
-        return 0
+    }
+
+    /// VmRSS from /proc/PID/status in KiB, always positive. Throws `.process` if Airlock has exited
+    /// (a zombie has no VmRSS; a reaped one no status file) or the line is missing or not positive,
+    /// so "memory stayed flat" cannot pass because Airlock died.
+    public func readResidentMemoryKiB() throws -> Int {
+        func gone(_ why: String) -> AirlockTestingError {
+            AirlockTestingError(.process, """
+                no resident memory for airlock (pid \(child.pid)): \(why)
+                --- stderr ---
+                \(String(log.stderrText.suffix(4_000)))
+                """)
+        }
+        if let status = child.exitStatusIfExited() { throw gone("it exited with status \(status)") }
+        guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8) else {
+            throw gone("/proc/\(child.pid)/status cannot be read")
+        }
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else {
+            throw gone("no VmRSS line (a zombie)")
+        }
+        guard let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? ""),
+              kib > 0 else {
+            throw gone("unreadable VmRSS: \(line)")
+        }
+        return kib
     }
 
     /// Sends `sig` to the child (nothing once it has been reaped).

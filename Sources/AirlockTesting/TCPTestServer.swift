@@ -25,6 +25,16 @@ public final class TCPTestServer: @unchecked Sendable {
     /// Connections accepted so far.
     public var acceptedCount: Int { lock.withLock { accepted } }
 
+    /// Waits until at least `n` connections have been accepted. False if `timeout` seconds pass first.
+    public func waitForAccepted(_ n: Int, timeout: Double) -> Bool {
+        let deadline = Deadline(seconds: timeout)
+        while acceptedCount < n {
+            if deadline.hasPassed { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
     public func stop() {
         let first = lock.withLock { () -> Bool in
             defer { stopped = true }

@@ -5,7 +5,7 @@ import Glibc
 /// (TLS 1.2 minimum, session tickets on, one thread per connection), serving a chain and key from a `TLSTestPKI`.
 /// Every answer is `200`, `text/plain`, body `hello over tls <target>`, except as `Mode` says.
 /// What it saw (connections, handshakes, resumptions, SNI, request lines) is read from its stderr log.
-public final class TLSTestOrigin: @unchecked Sendable {
+public final class TLSTestOrigin: @unchecked Sendable, RecordsRequests {
     public enum Mode: String, Sendable {
         /// Keep-alive, Content-Length bodies; closes with close_notify after `Connection: close` or HTTP/1.0.
         case normal
@@ -96,6 +96,9 @@ public final class TLSTestOrigin: @unchecked Sendable {
 
     /// The request line of every request received so far (e.g. "GET /x HTTP/1.1"), in arrival order.
     public var requestLines: [String] { events("request").map(String.init) }
+
+    /// How many requests were logged so far.
+    public var requestCount: Int { requestLines.count }
 
     /// Every non-empty request body received, in order: its length and SHA-256 (hex).
     public var requestBodies: [(bytes: Int, sha256: String)] { digests("body") }

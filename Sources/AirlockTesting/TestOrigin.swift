@@ -1,7 +1,7 @@
 /// A real HTTP/1.1 origin on 127.0.0.1:<ephemeral>, one thread per connection.
 /// The public face of `OriginServer`; its threads hold the server, never this object, so dropping the last
 /// reference to a `TestOrigin` stops it.
-public final class TestOrigin: Sendable {
+public final class TestOrigin: Sendable, RecordsRequests {
     public enum Behavior: Sendable {
         /// Keep-alive server: parses requests (Content-Length or chunked bodies) and answers each in order.
         /// HEAD, 1xx, 204 and 304 answers carry no body. `Expect: 100-continue` is answered with 100 first.
@@ -54,6 +54,9 @@ public final class TestOrigin: Sendable {
 
     /// Every request received so far, in arrival order.
     public var requests: [TestRequest] { server.requests }
+
+    /// How many requests were received so far.
+    public var requestCount: Int { requests.count }
 
     /// Why a connection was dropped without a request being recorded (unparseable head, bad framing, ...).
     public var protocolErrors: [String] { server.protocolErrors }

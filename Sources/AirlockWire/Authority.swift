@@ -42,7 +42,11 @@ struct Authority: Sendable, Equatable {
         } else if requirePort {
             throw WireError.quoting(code, "port required: ", bytes)
         }
-        let host = ByteClass.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd]))
+        let hostBytes = UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd])
+        if hostBytes[0] != UInt8(ascii: "["), endsInANumber(hostBytes), !isIPv4(hostBytes) {
+            throw WireError.quoting(.invalidHost, "not a plain dotted-quad IPv4 address: ", hostBytes)
+        }
+        let host = ByteClass.lowercasedString(hostBytes)
         return Authority(host: host, port: port)
     }
 
@@ -94,6 +98,22 @@ struct Authority: Sendable, Equatable {
             }
         }
         return compressed ? groups <= 7 : groups == 8
+    }
+
+    /// The WHATWG URL parser's "ends in a number" test: the last label (after one trailing dot
+    /// is dropped) is all decimal digits, or `0x` followed by hex digits. Such a host is parsed
+    /// as an IPv4 address by browsers and curl (`0x7f.1` is 127.0.0.1 to them), so it must be a
+    /// plain dotted quad to mean the same thing here.
+    static func endsInANumber(_ b: UnsafeRawBufferPointer) -> Bool {
+        var end = b.count
+        if end > 0 && b[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        var start = end
+        while start > 0 && b[start - 1] != UInt8(ascii: ".") { start -= 1 }
+        guard start < end else { return false }
+        let label = UnsafeRawBufferPointer(rebasing: b[start..<end])
+        if label.allSatisfy(ByteClass.isDigit) { return true }
+        guard label.count >= 2, label[0] == UInt8(ascii: "0"), label[1] | 0x20 == UInt8(ascii: "x") else { return false }
+        return label.dropFirst(2).allSatisfy(ByteClass.isHexDigit)
     }
 
     /// Four dec-octets 0–255 without leading zeros.

@@ -26,6 +26,10 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case missingHost = "missing-host"
         case duplicateHost = "duplicate-host"
         case badHost = "bad-host"
+        /// A host that a browser or curl reads as an IPv4 address (its last label is a number:
+        /// `127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1`) but that is not four plain decimal
+        /// parts. Refused rather than sent to DNS or read one way here and another there.
+        case invalidHost = "invalid-host"
         case badContentLength = "bad-content-length"
         case conflictingFraming = "conflicting-framing"
         case unsupportedTransferCoding = "unsupported-transfer-coding"

@@ -315,15 +315,44 @@ final class AirlockTestingSelfTests: XCTestCase {
         XCTAssertEqual(config["args"] as? String, "run --config \(process.configPath) --verbose")
         XCTAssertEqual(config["config"] as? String, "listen: here")
         XCTAssertNil(process.waitForLog(timeout: 0.2) { $0["event"] as? String == "never" })
-        XCTAssertGreaterThan(process.residentMemoryKiB(), 0)
+        XCTAssertGreaterThan(try process.readResidentMemoryKiB(), 0)
 
         let started = Date()
         process.stop()
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "sleep dies on SIGTERM")
         XCTAssertEqual(process.waitForExit(timeout: 1), 128 + SIGTERM)
         XCTAssertEqual(kill(process.pid, 0), -1, "the child is gone and reaped")
+        XCTAssertThrowsError(try process.readResidentMemoryKiB(), "a process that is gone has no memory to read, not 0") {
+            XCTAssertEqual(($0 as? AirlockTestingError)?.kind, .process, "\($0)")
+        }
         XCTAssertFalse(FileManager.default.fileExists(atPath: process.configPath))
         process.stop()
+    }
+
+    /// A process that died under the test (SIGKILL, as a crash would) has no memory to read:
+    /// `residentMemoryKiB` throws instead of answering 0, so "memory stayed flat" cannot pass
+    /// because Airlock is gone.
+    func testResidentMemoryOfAProcessThatDiedThrows() throws {
+        let (script, directory) = try standIn("""
+            echo '{"event":"airlock.listening","port":4242}'
+            exec sleep 60
+            """)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = try AirlockProcess(executable: script, configYAML: "x")
+        defer { process.stop() }
+        XCTAssertGreaterThan(try process.readResidentMemoryKiB(), 0, "alive: a positive reading")
+        XCTAssertEqual(process.residentMemoryKiB() > 0, true, "the non-throwing reading of a live process")
+        XCTAssertEqual(kill(process.pid, SIGKILL), 0)
+        func isZombie() -> Bool {
+            let stat = (try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8)) ?? ""
+            return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while !isZombie() && Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(isZombie(), "killed, not yet reaped")
+        XCTAssertThrowsError(try process.readResidentMemoryKiB(), "a dead process has no memory to read, not 0") {
+            XCTAssertEqual(($0 as? AirlockTestingError)?.kind, .process, "\($0)")
+        }
     }
 
     func testAirlockProcessThatExitsEarlyThrowsWithStderr() throws {

@@ -287,7 +287,7 @@ final class GatewayTests: XCTestCase {
     func testSlowReaderDoesNotGrowMemory() throws {
         let o = try origin(.respond { _ in TestResponse(status: 200, body: .pattern(count: 256 * 1024 * 1024)) })
         let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
-        let before = a.residentMemoryKiB()
+        let before = try a.readResidentMemoryKiB()
         let c = try RawClient(port: a.port)
         defer { c.close() }
         c.setReceiveBuffer(64 * 1024)
@@ -300,7 +300,7 @@ final class GatewayTests: XCTestCase {
         }
         XCTAssertGreaterThan(got, 1024 * 1024)
         sleep(1)
-        let after = a.residentMemoryKiB()
+        let after = try a.readResidentMemoryKiB()
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
     }
 

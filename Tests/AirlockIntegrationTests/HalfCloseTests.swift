@@ -92,6 +92,8 @@ final class HalfCloseTests: XCTestCase {
         try c.send("POST /cut HTTP/1.1\r\nHost: api.test\r\nContent-Length: 10\r\n\r\nhello")
         c.shutdownWrite()
         XCTAssertTrue(c.isClosedByPeer(timeout: 10))
+        let answer = try c.readUntilClose(timeout: 1)   // what arrived before the close
+        XCTAssertTrue(answer.isEmpty, "nothing is answered before the close, got: \(String(decoding: answer, as: UTF8.self))")
         let rec = a.waitForLog(timeout: 5) { ($0["error"] as? String) == "client-aborted" }
         XCTAssertNotNil(rec, "the cut-off body is logged as client-aborted")
         XCTAssertFalse(o.requests.contains { $0.target == "/cut" && $0.body.count == 10 })

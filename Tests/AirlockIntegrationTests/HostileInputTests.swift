@@ -294,14 +294,14 @@ final class HostileInputTests: XCTestCase {
     func testPipelinerThatNeverReadsIsNotBufferedWithoutBound() throws {
         let airlock = try refusingGateway()
         defer { airlock.stop() }
-        let before = airlock.residentMemoryKiB()
+        let before = try airlock.readResidentMemoryKiB()
         let c = try RawClient(port: airlock.port, receiveBufferSize: 4096)
         // 6 MB of requests, ~45 MB of 403 responses if they were all taken. Unbounded, even a
         // debug build answers far more than the 16 MiB below would allow within the 8 s.
         let flood = Array(String(repeating: Self.refusedRequest, count: 6_000_000 / Self.refusedRequest.utf8.count).utf8)
         XCTAssertThrowsError(try c.send(flood, timeout: 8), "every request was taken although no response was read")
         sleep(1)   // what was taken is answered (or queued) by now
-        let after = airlock.residentMemoryKiB()
+        let after = try airlock.readResidentMemoryKiB()
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
         c.close()
         // Still serving.

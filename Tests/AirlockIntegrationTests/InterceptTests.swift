@@ -187,6 +187,7 @@ final class InterceptTests: XCTestCase {
         let presented = record?["presented_pins"] as? [String] ?? []
         XCTAssertTrue(presented.contains(pki.pin("leaf")) && presented.contains(pki.pin("intermediate")),
                       "the presented chain's pins: \(presented)")
+        XCTAssertTrue(o.receivesNoRequest(), "a rejected upstream got a request: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty, "a rejected upstream got no request")
     }
 
@@ -211,6 +212,7 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(r.exitCode, 0, r.stderr)
         XCTAssertTrue(r.stdoutString.hasSuffix("\n421"), r.stdoutString)
         XCTAssertTrue(r.stdoutString.contains("\"error\":\"misdirected-request\""), r.stdoutString)
+        XCTAssertTrue(o.receivesNoRequest(), "nothing reached the origin: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty, "nothing reached the origin")
         let record = accessRecords(a, count: 1) { $0["status"] as? Int == 421 }.first
         XCTAssertEqual(record?["intercepted"] as? Bool, true, "an answer Airlock gave inside the TLS session is marked too")
@@ -327,15 +329,33 @@ final class InterceptTests: XCTestCase {
     }
 
     /// A client that reads slowly: Airlock holds the upstream instead of buffering the body.
+    /// Memory is read while curl is still connected and reading, as the tunnel and gateway
+    /// versions do: once a client is gone, what Airlock buffered for it may be gone too.
     func testSlowReaderKeepsMemoryFlat() throws {
         let o = try origin()
         let a = try gateway(o)
         _ = try curl(a, o.url("/warm"))
-        let before = a.residentMemoryKiB()
-        // 48 MiB at 2 MiB/s, cut after 4 s: about 8 MiB read while the rest waits upstream.
-        let r = try curl(a, o.url("/random/\(48 * 1024 * 1024)"), ["--limit-rate", "2M", "-o", "/dev/null"], timeout: 4)
-        XCTAssertEqual(r.exitCode, 28, "cut by --max-time while reading slowly: \(r.stderr)")
-        let after = a.residentMemoryKiB()
+        let before = try a.readResidentMemoryKiB()
+        // 48 MiB at 2 MiB/s takes curl about 24 s; measured once 6 MiB have arrived, while the rest waits upstream.
+        let file = Fixture.tempFile("intercept-slow")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: Curl.executable)
+        slow.arguments = ["-q", "--silent", "--show-error", "--max-time", "60", "-x", "http://127.0.0.1:\(a.port)",
+                          "--cacert", caPEM, "--limit-rate", "2M", "-o", file, o.url("/random/\(48 * 1024 * 1024)")]
+        slow.environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
+        try slow.run()
+        defer {
+            if slow.isRunning { slow.terminate() }
+            slow.waitUntilExit()
+        }
+        func received() -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 }
+        let deadline = Date().addingTimeInterval(30)
+        while received() < 6 * 1024 * 1024 && slow.isRunning && Date() < deadline { usleep(20_000) }
+        XCTAssertGreaterThanOrEqual(received(), 6 * 1024 * 1024, "curl read through the interception")
+        let after = try a.readResidentMemoryKiB()
+        XCTAssertTrue(slow.isRunning, "curl was still connected and reading when memory was read")
+        XCTAssertLessThan(received(), 48 * 1024 * 1024, "and had not read the whole body")
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
     }
 
@@ -390,6 +410,7 @@ final class InterceptTests: XCTestCase {
         XCTAssertNotEqual(r.exitCode, 0, "no certificate for localhost from this CA: \(r.stdoutString)")
         let failed = a.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
         XCTAssertTrue((failed?["reason"] as? String ?? "").contains("do not permit localhost"), "\(failed ?? [:])")
+        XCTAssertTrue(o.receivesNoRequest(), "nothing reached the origin: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty)
     }
 

@@ -126,6 +126,7 @@ final class ReachabilityIntegrationTests: XCTestCase {
         let r = try get(pinned.port, "/pinned")
         XCTAssertEqual(r.status, 502)
         XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "untrusted-upstream")
+        XCTAssertTrue(o.receivesNoRequest(beyond: requestsBefore), "sent to the untrusted upstream: \(o.requestLines)")
         XCTAssertEqual(o.requestLines.count, requestsBefore, "nothing was sent to the untrusted upstream")
     }
 }

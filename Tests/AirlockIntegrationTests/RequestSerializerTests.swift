@@ -105,10 +105,13 @@ final class RequestSerializerTests: XCTestCase {
         let got = try XCTUnwrap(send(a, o, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 13\r\n\r\na=b&z%5B%5D=1"))
         XCTAssertEqual(got.bodyString, "a=route&key=value&z%5B%5D=1", "the route wins a shared key; sorted as AF")
         XCTAssertEqual(got.header("Content-Length"), "27")
-        // A body that is not a form cannot take the parameters: 400, nothing upstream.
+        // A body that is not a form cannot take the parameters: 400, nothing upstream (counted
+        // in requests: a pooled connection would carry one without a new connection).
         let before = o.acceptedConnections
+        let requestsBefore = o.requestCount
         try send(a, o, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", status: 400)
         XCTAssertEqual(o.acceptedConnections, before)
+        XCTAssertTrue(o.receivesNoRequest(beyond: requestsBefore), "reached the origin: \(o.requests.map(\.target))")
         // With no route parameters the client's body goes up untouched.
         let (o2, a2) = try restart("headers: { X-A: b }")
         let untouched = try XCTUnwrap(send(a2, o2, "POST /f HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}"))
@@ -146,6 +149,8 @@ final class RequestSerializerTests: XCTestCase {
         try send(a, o, "PUT /big HTTP/1.1\r\nHost: a\r\nContent-Length: \(big.utf8.count)\r\n\r\n\(big)", status: 400)
         try send(a, o, "GET /j/x HTTP/1.1\r\nHost: a\r\n\r\n", status: 502)
         XCTAssertEqual(o.acceptedConnections, 1, "only the response reject reached the origin")
+        XCTAssertTrue(o.receivesNoRequest(beyond: 1), "reached the origin: \(o.requests.map(\.target))")
+        XCTAssertEqual(o.requests.map(\.target), ["/j/x"], "only the response reject reached the origin")
 
         let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.rejected" })
         XCTAssertEqual(record["route"] as? String, "api")
@@ -316,11 +321,14 @@ final class RequestSerializerTests: XCTestCase {
         usleep(200_000)
         XCTAssertEqual(o.requests.count, requestsBefore, "no broken body reached the origin whole")
 
-        // A bad boundary is refused before any upstream connection; other bodies are not checked.
+        // A bad boundary is refused before any upstream connection (and so before any request
+        // on a pooled one); other bodies are not checked.
         let connections = o.acceptedConnections
+        let requests = o.requestCount
         try send(a, o, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=\"\"\r\nContent-Length: 2\r\n\r\nxx",
                  status: 400)
         XCTAssertEqual(o.acceptedConnections, connections)
+        XCTAssertTrue(o.receivesNoRequest(beyond: requests), "reached the origin: \(o.requests.map(\.target))")
         let plain = try XCTUnwrap(send(a, o, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nxx"))
         XCTAssertEqual(plain.bodyString, "xx")
     }

@@ -82,6 +82,16 @@ final class TunnelPolicyTests: XCTestCase {
         XCTAssertEqual(body["error"] as? String, "connect-port-denied")
         XCTAssertEqual(body["port"] as? Int, 443)
         XCTAssertEqual(upstream.acceptedCount, 0)
+        // A listener that exists, outside connect_ports: the refusal comes before any connect,
+        // so it accepts nothing (nobody listens on 443, where no count could move).
+        let outside = try TCPTestServer { c in _ = try? c.readToEnd(timeout: 5) }
+        defer { outside.stop() }
+        let (o, obody, closed) = try connect("127.0.0.1:\(outside.port)")
+        XCTAssertEqual(o.status, 403)
+        XCTAssertEqual(obody["error"] as? String, "connect-port-denied")
+        XCTAssertEqual(obody["port"] as? Int, Int(outside.port))
+        XCTAssertTrue(closed, "a refused CONNECT closes the connection")
+        XCTAssertFalse(outside.waitForAccepted(1, timeout: 0.5), "Airlock connected to a port outside connect_ports")
     }
 
     func testMalformedTargetsAre400() throws {

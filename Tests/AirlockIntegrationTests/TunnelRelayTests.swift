@@ -124,7 +124,7 @@ final class TunnelRelayTests: XCTestCase {
             for _ in 0..<256 { if (try? c.write(chunk, timeout: 60)) == nil { return } }
         }
         let a = try gateway(ports: [big.port])
-        let before = a.residentMemoryKiB()
+        let before = try a.readResidentMemoryKiB()
         let c = try openTunnel(a, to: big.port, receiveBuffer: 64 * 1024)
         defer { c.close() }
         var got = 0
@@ -135,7 +135,7 @@ final class TunnelRelayTests: XCTestCase {
         }
         XCTAssertGreaterThan(got, 1024 * 1024)
         sleep(1)
-        let after = a.residentMemoryKiB()
+        let after = try a.readResidentMemoryKiB()
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
     }
 

@@ -107,6 +107,8 @@ final class WeakCertificateTests: XCTestCase {
         XCTAssertEqual(record?["verify_error"] as? String, verifyError, "\(what), \(name): \(record ?? [:])",
                        file: file, line: line)
         XCTAssertEqual((record?["presented_pins"] as? [String])?.first, pki.pin(name), "\(what), \(name)", file: file, line: line)
+        XCTAssertTrue(o.receivesNoRequest(), "\(what), \(name): a refused upstream got a request:\n\(o.logText)",
+                      file: file, line: line)
         XCTAssertTrue(o.requestLines.isEmpty, "\(what), \(name): a refused upstream got a request:\n\(o.logText)",
                       file: file, line: line)
     }

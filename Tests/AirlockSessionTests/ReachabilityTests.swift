@@ -26,17 +26,18 @@ final class ReachabilityTests: XCTestCase {
         var r = Reachability()
         _ = r.record(.connected, now: 1)
         XCTAssertEqual(r.state, .reachable)
-        for i in 1..<Reachability.passiveFailureThreshold {
-            XCTAssertNil(r.record(.failed("reset"), now: UInt64(1 + i)), "failure \(i) of \(Reachability.passiveFailureThreshold)")
-            XCTAssertEqual(r.state, .reachable)
-        }
-        XCTAssertEqual(r.record(.failed("reset"), now: 9)?.to, .unreachable)
+        // The README's number, written out: a threshold of 1 or 2 fails here.
+        XCTAssertNil(r.record(.failed("reset"), now: 2), "failure 1 of 3")
+        XCTAssertNil(r.record(.failed("reset"), now: 3), "failure 2 of 3")
+        XCTAssertEqual(r.state, .reachable)
+        XCTAssertEqual(r.record(.failed("reset"), now: 9)?.to, .unreachable, "the third in a row")
 
         var s = Reachability()
         _ = s.record(.connected, now: 1)
         _ = s.record(.failed("timeout"), now: 2)
         _ = s.record(.connected, now: 3)   // a success in between starts the count again
-        for _ in 1..<Reachability.passiveFailureThreshold { _ = s.record(.failed("timeout"), now: 4) }
+        _ = s.record(.failed("timeout"), now: 4)
+        _ = s.record(.failed("timeout"), now: 5)
         XCTAssertEqual(s.state, .reachable)
 
         var u = Reachability()

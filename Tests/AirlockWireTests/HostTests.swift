@@ -74,4 +74,27 @@ final class HostTests: XCTestCase {
     func testHTTP10EmptyHostIsAllowed() throws {
         XCTAssertEqual(try request("GET / HTTP/1.0\r\nHost:\r\n\r\n").host, "")
     }
+
+    /// Hosts that browsers and curl read as IPv4 addresses (WHATWG "ends in a number") must be
+    /// four plain decimal parts: `0177.0.0.1` is 127.0.0.1 to a browser and 177.0.0.1 to
+    /// inet_aton-less code. Refused in the Host field, absolute-form and CONNECT alike.
+    func testNumericHostsThatAreNotDottedQuadsAreInvalidHost() {
+        let numeric = ["127.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.1", "127.0.0.1.", "1.2.3.4.5",
+                       "127.0.0.01", "1.2.3.256", "0x", "0X7F.0.0.1", "example.123", "foo.0x1f", "127.0.1", "00"]
+        for host in numeric {
+            assertWireError(try request("GET / HTTP/1.1\r\nHost: \(host)\r\n\r\n"), .invalidHost, status: 400, host)
+            assertWireError(try request("GET http://\(host):8080/ HTTP/1.1\r\nHost: x\r\n\r\n"), .invalidHost,
+                            status: 400, host)
+            assertWireError(try request("CONNECT \(host):443 HTTP/1.1\r\nHost: x\r\n\r\n"), .invalidHost,
+                            status: 400, host)
+        }
+    }
+
+    func testNamesWithDigitsAndPlainAddressesStillParse() throws {
+        for host in ["127.0.0.1", "10.0.0.255", "0.0.0.0", "1password.com", "123.example", "a1.b2", "0x.test",
+                     "x0x1", "v1.0x1g", "example.com.", "[::ffff:127.0.0.1]"] {
+            XCTAssertEqual(try request("GET / HTTP/1.1\r\nHost: \(host)\r\n\r\n").host, host.lowercased(), host)
+            XCTAssertEqual(try request("CONNECT \(host):443 HTTP/1.1\r\nHost: x\r\n\r\n").host, host.lowercased(), host)
+        }
+    }
 }

@@ -38,6 +38,7 @@ extension AirlockConfig {
             lines.append("    upstream: \(Self.yamlScalar(route.upstream.description))")
             lines.append("    connect: \(route.connect.rawValue)")
             lines.append("    connect_ports: [\(route.connectPorts.map(String.init).joined(separator: ", "))]")
+            lines += renderEgressYAML(route)
             // Shown wherever it applies (an `origin` or `https://` upstream), defaults and all.
             var reachesTLS = true
             if case .fixed(let t) = route.upstream { reachesTLS = t.scheme == "https" }
@@ -92,5 +93,33 @@ extension AirlockConfig {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
             || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+}
+
+extension AirlockConfig {
+    /// The route's `egress:` lists, then a comment with the policy in force: what the listener
+    /// and the upstream kind add to the lists (`RouteConfig.effectiveEgress`).
+    func renderEgressYAML(_ route: RouteConfig) -> [String] {
+        var lines: [String] = []
+        if !route.egress.allow.isEmpty || !route.egress.deny.isEmpty {
+            lines.append("    egress:")
+            for (key, list) in [("allow", route.egress.allow), ("deny", route.egress.deny)] where !list.isEmpty {
+                lines.append("      \(key): [\(list.map { Self.yamlScalar($0.description) }.joined(separator: ", "))]")
+            }
+        }
+        let policy = route.effectiveEgress(listen: listen)
+        var said: [String] = []
+        if policy.denyInternal {
+            let classes = SpecialRange.internalClasses.map(\.0.rawValue).joined(separator: ", ")
+            said.append("denies \(classes) unless allowed (origin route on non-loopback listen \(listen))")
+        } else if case .origin = route.upstream {
+            said.append("allows internal addresses (loopback listen \(listen))")
+        } else {
+            said.append("allows internal addresses (fixed upstream)")
+        }
+        if !policy.deny.isEmpty { said.append("denies the deny list") }
+        said.append("never dials 0.0.0.0/8 or ::")
+        lines.append("    # egress in force: " + said.joined(separator: "; "))
+        return lines
     }
 }

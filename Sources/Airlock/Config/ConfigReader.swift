@@ -23,7 +23,10 @@ struct ConfigReader {
         "max_idle_per_upstream", "max_connections",
         "max_connections_per_upstream", "upstream_queue", "upstream_queue_timeout", "tunnel_idle_timeout",
     ]
-    static let routeKeys = ["name", "match", "upstream", "connect", "connect_ports", "security", "request", "response"]
+    static let routeKeys = [
+        "name", "match", "upstream", "connect", "connect_ports", "egress", "security", "request", "response",
+    ]
+    static let egressKeys = ["allow", "deny"]
     static let matchKeys = ["host", "path_prefix", "port"]
     /// Route keys later releases will give a meaning; refused until then.
     static let reservedRouteKeys: Set<String> = []
@@ -146,6 +149,7 @@ struct ConfigReader {
             fail(path + ".upstream", "required: \"origin\" or an http(s) URL")
         }
         readConnect(fields, into: &route, at: path)
+        if let node = fields["egress"] { readEgress(node, into: &route, at: path + ".egress") }
         if let node = fields["security"] {
             if let security = readSecurity(node, at: path + ".security") {
                 route.security = security
@@ -229,6 +233,34 @@ struct ConfigReader {
             return
         }
         route.connectPorts = ports
+    }
+
+    /// `egress: { allow: [CIDR...], deny: [CIDR...] }`: each entry an address or range,
+    /// IPv4 or IPv6 (`EgressPolicy`).
+    private mutating func readEgress(_ node: Node, into route: inout RouteConfig, at path: String) {
+        guard let fields = mapping(node, at: path, allowed: Self.egressKeys) else { return }
+        for key in Self.egressKeys {
+            guard let list = fields[key] else { continue }
+            let keyPath = path + "." + key
+            let items: [Node]
+            switch list {
+            case .sequence(let seq): items = Array(seq)
+            case .scalar where list.null == nil: items = [list]
+            default:
+                fail(keyPath, "expected a list of addresses or ranges, e.g. [10.0.0.0/8, \"fd00::/8\"]")
+                continue
+            }
+            var ranges: [CIDR] = []
+            for (i, item) in items.enumerated() {
+                guard let text = scalar(item, at: "\(keyPath)[\(i)]") else { continue }
+                do {
+                    ranges.append(try CIDR(parsing: text))
+                } catch {
+                    fail("\(keyPath)[\(i)]", error.message)
+                }
+            }
+            if key == "allow" { route.egress.allow = ranges } else { route.egress.deny = ranges }
+        }
     }
 
     /// 1–5 digits, 1...65535.

@@ -1,3 +1,4 @@
+public import AirlockSecurity
 public import AirlockSerialization
 
 /// One entry of `routes`: which requests it takes and where they go.
@@ -16,6 +17,9 @@ public struct RouteConfig: Sendable, Equatable {
     /// The ports a CONNECT may name (`connect_ports:`, default `[443]`); another is 403
     /// connect-port-denied.
     public var connectPorts: [UInt16] = RouteConfig.defaultConnectPorts
+    /// `egress:`: the route's own `allow` and `deny` ranges (`denyInternal` is never set
+    /// here: `effectiveEgress(listen:)` adds it from the listener and the upstream kind).
+    public var egress = EgressPolicy()
     /// Trust for TLS upstreams (https fixed upstreams, absolute https:// requests on origin routes).
     public var security: RouteSecurity
     /// The `request:` block (issue #13); nil sends requests as the client wrote them. Accepted
@@ -58,10 +62,20 @@ public struct RouteConfig: Sendable, Equatable {
         return pathPrefix == nil || pathPrefix == "/"
     }
 
+    /// The policy every address this route dials is checked against: its own ranges, and on a
+    /// listener others can reach (not loopback), an `origin` route also refuses the
+    /// special-purpose classes (loopback, private, link-local, …) unless `allow` names them.
+    /// A fixed upstream is the operator's own choice, so only its lists apply.
+    public func effectiveEgress(listen: ListenAddress) -> EgressPolicy {
+        var policy = egress
+        if case .origin = upstream { policy.denyInternal = !listen.isLoopback }
+        return policy
+    }
+
     /// The validator is derived from `response`, so it takes no part in equality.
     public static func == (a: RouteConfig, b: RouteConfig) -> Bool {
         a.name == b.name && a.host == b.host && a.pathPrefix == b.pathPrefix && a.port == b.port && a.upstream == b.upstream
-            && a.connect == b.connect && a.connectPorts == b.connectPorts
+            && a.connect == b.connect && a.connectPorts == b.connectPorts && a.egress == b.egress
             && a.security == b.security && a.request == b.request && a.response == b.response
     }
 }
