@@ -69,8 +69,8 @@ extension ClientConnection: UpstreamOwner {
                 return
             }
         }
-        if let h = route.health, h.isUnreachable {
-            failExchange(Self.unreachable(h, interval: worker.context.reachability.interval))
+        if let h = route.health, h.isUnreachable, h.admit() == .failFast {
+            failExchange(Self.unreachable(h, retryAfter: worker.context.config.reachability.retryAfterSeconds))
             return
         }
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
@@ -158,16 +158,17 @@ extension ClientConnection: UpstreamOwner {
         return stream.withInput(max: min(limit, stream.inputLength)) { Array($0) }
     }
 
-    /// 503 upstream-unreachable with `Retry-After` (the probe interval, at least a second):
-    /// the route's upstream failed its last probe (or refused a connection), so the request
-    /// fails fast instead of waiting for a connect that will fail.
-    static func unreachable(_ h: UpstreamHealth, interval: Duration) -> GatewayError {
+    /// 503 upstream-unreachable with `Retry-After` (`reachability.retry_after` in seconds, at
+    /// least one): the route's upstream failed its last probe or refused a connection, and the
+    /// circuit is open (or its one trial is in flight), so the request fails fast instead of
+    /// waiting for a connect that will fail.
+    static func unreachable(_ h: UpstreamHealth, retryAfter: Int) -> GatewayError {
         let snapshot = h.snapshot
         var e = GatewayError(.upstreamUnreachable, status: 503,
                              message: "upstream \(h.upstream) is unreachable" + (snapshot.lastError.map { " (\($0))" } ?? ""),
                              source: .upstream)
         e.extra = [("upstream", .string(h.upstream))]
-        e.retryAfter = max(1, Int(interval.components.seconds))
+        e.retryAfter = retryAfter
         return e
     }
 
@@ -361,9 +362,14 @@ extension ClientConnection: UpstreamOwner {
             if ex.addressIndex < ex.addresses.count {
                 connectNextAddress(ex)
             } else {
-                failExchange(GatewayError(.upstreamRefused, status: 502,
-                                          message: "upstream \(u.address) refused the connection: \(why)",
-                                          source: .upstream))
+                var e = GatewayError(.upstreamRefused, status: 502,
+                                     message: "upstream \(u.address) refused the connection: \(why)", source: .upstream)
+                // The refusal that opened the route's circuit says when to come back, as the
+                // 503s that follow it do.
+                if ex.routeRef.health?.isUnreachable == true {
+                    e.retryAfter = worker.context.config.reachability.retryAfterSeconds
+                }
+                failExchange(e)
             }
         default:
             failExchange(GatewayError(.upstreamClosed, status: 502,
