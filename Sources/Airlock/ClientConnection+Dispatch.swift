@@ -69,9 +69,14 @@ extension ClientConnection: UpstreamOwner {
                 return
             }
         }
-        if let h = route.health, h.isUnreachable, h.admit() == .failFast {
-            failExchange(Self.unreachable(h, retryAfter: worker.context.config.reachability.retryAfterSeconds))
-            return
+        if let h = route.health, h.isUnreachable {
+            switch h.admit() {
+            case .failFast:
+                failExchange(Self.unreachable(h, retryAfter: worker.context.config.reachability.retryAfterSeconds))
+                return
+            case .trial: ex.reachabilityTrial = true
+            case .proceed: break
+            }
         }
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.

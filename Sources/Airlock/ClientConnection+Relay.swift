@@ -316,6 +316,12 @@ extension ClientConnection {
     }
 
     private func startResponse(_ ex: Exchange, _ u: UpstreamConnection, _ head: ResponseHead) {
+        if ex.reachabilityTrial {
+            // The trial was answered: the circuit closes (a pooled connection never reported
+            // a connect).
+            ex.reachabilityTrial = false
+            reportReachability(ex, .connected)
+        }
         ex.response = head
         ex.responseStatus = head.status
         ex.responseStartedAt = EventLoop.nowNanos()

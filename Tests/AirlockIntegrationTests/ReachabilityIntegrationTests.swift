@@ -215,4 +215,42 @@ final class ReachabilityIntegrationTests: XCTestCase {
         XCTAssertNotNil(failure["error"] as? String)
         XCTAssertGreaterThan(failure["at"] as? Int ?? 0, 0)
     }
+
+    /// The trial may be served by a pooled connection (no connect, so no "connection came up"):
+    /// its response closes the circuit all the same. Here the origin stops listening but keeps
+    /// its open connection serving: a request that needs a new connection is refused (the
+    /// circuit opens) while the pooled one still works; after `Retry-After` the trial takes the
+    /// pooled connection, and the request after it goes through instead of failing fast.
+    func testATrialServedByAPooledConnectionClosesTheCircuit() throws {
+        let o = try TCPTestServer { c in
+            while let head = try? c.read(through: "\r\n\r\n", timeout: 10), !head.isEmpty {
+                if String(decoding: head, as: UTF8.self).hasPrefix("GET /slow ") { usleep(500_000) }
+                try? c.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            }
+        }
+        defer { o.stop() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1)
+            + "\nreachability: { retry_after: 1s }\n")
+        airlock = a
+        func keepAlive(_ c: RawClient, _ path: String) throws -> RawResponse {
+            try c.exchange("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n")
+        }
+        let first = try RawClient(port: a.port)
+        defer { first.close() }
+        XCTAssertEqual(try keepAlive(first, "/first").status, 200)   // its upstream connection is pooled
+
+        o.stop()   // no new connection; the pooled one still serves
+        try first.send("GET /slow HTTP/1.1\r\nHost: test\r\n\r\n")   // takes the pooled connection
+        usleep(100_000)
+        let refused = try get(a.port, "/needs-a-new-connection")
+        XCTAssertEqual(refused.status, 502)
+        XCTAssertEqual(refused.header("Retry-After"), "1")
+        XCTAssertEqual(try first.readResponse(timeout: 5).status, 200, "the pooled connection still serves")
+        XCTAssertEqual(try keepAlive(first, "/open").status, 503, "the circuit is open")
+
+        usleep(1_100_000)
+        XCTAssertEqual(try keepAlive(first, "/trial").status, 200, "the trial, on the pooled connection")
+        XCTAssertEqual(try keepAlive(first, "/after").status, 200, "the trial's response closed the circuit")
+        XCTAssertEqual(o.acceptedCount, 1)
+    }
 }
