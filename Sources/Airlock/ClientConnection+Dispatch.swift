@@ -190,6 +190,13 @@ extension ClientConnection: UpstreamOwner {
         return e
     }
 
+    /// `Retry-After` for the failure that left the route's circuit open (the refusal or the
+    /// timeout that found the upstream down says when to come back, as the 503s after it do);
+    /// nil while it is closed, and on `origin` routes.
+    private func circuitRetryAfter(_ ex: Exchange) -> Int? {
+        ex.routeRef.health?.isUnreachable == true ? worker.context.config.reachability.retryAfterSeconds : nil
+    }
+
     /// A passive reachability signal from a request's own connection attempt.
     func reportReachability(_ ex: Exchange, _ signal: Reachability.Signal) {
         if let h = ex.routeRef.health {
@@ -358,8 +365,10 @@ extension ClientConnection: UpstreamOwner {
         case .readTimeout, .writeTimeout:
             let what = u.exchanges == 0 ? "connect" : "response"
             if u.exchanges == 0 { reportReachability(ex, .failed("connect to \(u.address) timed out")) }
-            failExchange(GatewayError(.upstreamTimeout, status: 504,
-                                      message: "upstream \(u.address) timed out (\(what))", source: .upstream))
+            var e = GatewayError(.upstreamTimeout, status: 504, message: "upstream \(u.address) timed out (\(what))",
+                                 source: .upstream)
+            e.retryAfter = circuitRetryAfter(ex)
+            failExchange(e)
         case .error(let why) where u.exchanges == 0:
             ex.upstream = nil
             reportReachability(ex, .refused("\(u.address): \(why)"))
@@ -369,11 +378,7 @@ extension ClientConnection: UpstreamOwner {
             } else {
                 var e = GatewayError(.upstreamRefused, status: 502,
                                      message: "upstream \(u.address) refused the connection: \(why)", source: .upstream)
-                // The refusal that opened the route's circuit says when to come back, as the
-                // 503s that follow it do.
-                if ex.routeRef.health?.isUnreachable == true {
-                    e.retryAfter = worker.context.config.reachability.retryAfterSeconds
-                }
+                e.retryAfter = circuitRetryAfter(ex)
                 failExchange(e)
             }
         default:

@@ -11,11 +11,11 @@
 ///   unreachable too, but its requests do not fail fast (`failsFast`): each still meets the
 ///   real handshake and is refused as untrusted, with its own reject record.
 /// - Fail-fast is a circuit breaker that needs no probes: unreachable for a network reason
-///   opens the circuit for `retryAfterMillis` (requests are answered 503 at once); then one
-///   request is let through as a trial (half-open) while the others still fail fast. Its
-///   connection coming up closes the circuit (reachable); its failure opens it again for
-///   another `retryAfterMillis`. A trial that never reports (its client went away before the
-///   connect ended) is replaced by another after `retryAfterMillis`.
+///   opens the circuit for `retryAfter` (requests are answered 503 at once); then one request
+///   is let through as a trial (half-open) while the others still fail fast (`admit`). Its
+///   success closes the circuit (reachable); its failure opens it again for another
+///   `retryAfter`. A trial that never reports (its client went away before the connect ended)
+///   is replaced by another after `retryAfter`.
 public struct Reachability: Sendable, Equatable {
     public enum State: String, Sendable, Equatable {
         case unknown       // nothing observed yet → .reachable, .unreachable
@@ -51,9 +51,9 @@ public struct Reachability: Sendable, Equatable {
 
     /// Whether requests go upstream (`admit`): the fail-fast circuit.
     public enum Circuit: Sendable, Equatable {
-        case closed                      // requests go upstream → .open
-        case open(until: UInt64)         // requests fail fast until then → .halfOpen (a trial is admitted)
-        case halfOpen(trialUntil: UInt64) // one trial in flight, the rest fail fast → .closed, .open, .halfOpen (the trial never reported)
+        case closed                        // requests go upstream → .open
+        case open(until: UInt64)           // requests fail fast until then → .halfOpen (a trial is admitted)
+        case halfOpen(trialUntil: UInt64)  // one trial in flight, the rest fail fast → .closed, .open, .halfOpen (it never reported)
     }
 
     /// What a request to the upstream does now.

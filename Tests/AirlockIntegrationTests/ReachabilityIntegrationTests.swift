@@ -253,4 +253,23 @@ final class ReachabilityIntegrationTests: XCTestCase {
         XCTAssertEqual(try keepAlive(first, "/after").status, 200, "the trial's response closed the circuit")
         XCTAssertEqual(o.acceptedCount, 1)
     }
+
+    /// Connect timeouts open the circuit after 3 in a row: the third 504 says when to come
+    /// back (`Retry-After`), as the 503 after it does; the first two do not (the circuit is
+    /// still closed).
+    func testTheTimeoutThatOpensTheCircuitCarriesRetryAfter() throws {
+        let hole = try BlackholeListener()
+        defer { hole.close() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: hole.port, limits: ["connect_timeout": "300ms"])
+            + "\nreachability: { retry_after: 2s }\n")
+        airlock = a
+        for i in 1...3 {
+            let r = try get(a.port, "/t\(i)")
+            XCTAssertEqual(r.status, 504, "request \(i)")
+            XCTAssertEqual(r.header("Retry-After"), i == 3 ? "2" : nil, "request \(i)")
+        }
+        let fast = try get(a.port, "/fast")
+        XCTAssertEqual(fast.status, 503)
+        XCTAssertEqual(fast.header("Retry-After"), "2")
+    }
 }
