@@ -70,8 +70,13 @@ extension ClientConnection: UpstreamOwner {
             }
         }
         if let h = route.health, h.isUnreachable {
-            failExchange(Self.unreachable(h, interval: worker.context.reachability.interval))
-            return
+            switch h.admit() {
+            case .failFast:
+                failExchange(Self.unreachable(h, retryAfter: worker.context.config.reachability.retryAfterSeconds))
+                return
+            case .trial: ex.reachabilityTrial = true
+            case .proceed: break
+            }
         }
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
@@ -158,16 +163,17 @@ extension ClientConnection: UpstreamOwner {
         return stream.withInput(max: min(limit, stream.inputLength)) { Array($0) }
     }
 
-    /// 503 upstream-unreachable with `Retry-After` (the probe interval, at least a second):
-    /// the route's upstream failed its last probe (or refused a connection), so the request
-    /// fails fast instead of waiting for a connect that will fail.
-    static func unreachable(_ h: UpstreamHealth, interval: Duration) -> GatewayError {
+    /// 503 upstream-unreachable with `Retry-After` (`reachability.retry_after` in seconds, at
+    /// least one): the route's upstream failed its last probe or refused a connection, and the
+    /// circuit is open (or its one trial is in flight), so the request fails fast instead of
+    /// waiting for a connect that will fail.
+    static func unreachable(_ h: UpstreamHealth, retryAfter: Int) -> GatewayError {
         let snapshot = h.snapshot
         var e = GatewayError(.upstreamUnreachable, status: 503,
                              message: "upstream \(h.upstream) is unreachable" + (snapshot.lastError.map { " (\($0))" } ?? ""),
                              source: .upstream)
         e.extra = [("upstream", .string(h.upstream))]
-        e.retryAfter = max(1, Int(interval.components.seconds))
+        e.retryAfter = retryAfter
         return e
     }
 
@@ -182,6 +188,13 @@ extension ClientConnection: UpstreamOwner {
         e.extra = [("reason", .string(timedOut ? "queue-timeout" : "queue-full"))]
         e.retryAfter = 1
         return e
+    }
+
+    /// `Retry-After` for the failure that left the route's circuit open (the refusal or the
+    /// timeout that found the upstream down says when to come back, as the 503s after it do);
+    /// nil while it is closed, and on `origin` routes.
+    private func circuitRetryAfter(_ ex: Exchange) -> Int? {
+        ex.routeRef.health?.isUnreachable == true ? worker.context.config.reachability.retryAfterSeconds : nil
     }
 
     /// A passive reachability signal from a request's own connection attempt.
@@ -378,8 +391,10 @@ extension ClientConnection: UpstreamOwner {
         case .readTimeout, .writeTimeout:
             let what = u.exchanges == 0 ? "connect" : "response"
             if u.exchanges == 0 { reportReachability(ex, .failed("connect to \(u.address) timed out")) }
-            failExchange(GatewayError(.upstreamTimeout, status: 504,
-                                      message: "upstream \(u.address) timed out (\(what))", source: .upstream))
+            var e = GatewayError(.upstreamTimeout, status: 504, message: "upstream \(u.address) timed out (\(what))",
+                                 source: .upstream)
+            e.retryAfter = circuitRetryAfter(ex)
+            failExchange(e)
         case .error(let why) where u.exchanges == 0:
             ex.upstream = nil
             reportReachability(ex, .refused("\(u.address): \(why)"))
@@ -387,9 +402,10 @@ extension ClientConnection: UpstreamOwner {
             if ex.addressIndex < ex.addresses.count {
                 connectNextAddress(ex)
             } else {
-                failExchange(GatewayError(.upstreamRefused, status: 502,
-                                          message: "upstream \(u.address) refused the connection: \(why)",
-                                          source: .upstream))
+                var e = GatewayError(.upstreamRefused, status: 502,
+                                     message: "upstream \(u.address) refused the connection: \(why)", source: .upstream)
+                e.retryAfter = circuitRetryAfter(ex)
+                failExchange(e)
             }
         default:
             failExchange(GatewayError(.upstreamClosed, status: 502,

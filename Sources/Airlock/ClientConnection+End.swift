@@ -41,8 +41,7 @@ extension ClientConnection {
         switch end {
         case .completed(let reusable):
             releaseUpstream(ex, bodyReadToEnd: reusable)
-            ex.machine.responseComplete()
-        case .answered, .truncated, .aborted:
+        case .answered, .truncated, .aborted, .requestFailed:
             if let u = ex.upstream { ex.upstream = nil; u.close() }   // never reused
         }
         if exchange === ex { exchange = nil }
@@ -58,9 +57,28 @@ extension ClientConnection {
             continueAfter(keepAlive: keepAlive)
         case .truncated:
             closeAfterFlush()   // what arrived goes out, then the cut tells the client
+        case .requestFailed:
+            closeAfterFlush()   // the rest of what it sends is not read
         case .aborted:
             close()
         }
+    }
+
+    /// The response's last byte is relayed (`upstreamReusable`: its body was read to the end).
+    /// The exchange ends, unless the machine says the client's body is still coming: then the
+    /// upstream connection goes now (closed: the request is incomplete) and the rest of the
+    /// body is read and judged (`judgeRestOfRequestBody`) before the exchange is logged.
+    func responseDelivered(_ ex: Exchange, upstreamReusable: Bool) {
+        guard ex.machine.responseComplete() == .judgeRestOfRequestBody else {
+            endExchange(ex, .completed(upstreamReusable: upstreamReusable))
+            return
+        }
+        releaseUpstream(ex, bodyReadToEnd: upstreamReusable)
+        let was = ex.machine.isSuspended
+        performFlow(ex.machine.upstreamOutputDrained(), ex, wasSuspended: was)   // nothing goes up any more
+        timerMode = .restOfBody
+        timer.schedule(after: limits.headerTimeout)
+        judgeRestOfRequestBody(ex)
     }
 
     private func continueAfter(keepAlive: Bool) {

@@ -11,6 +11,10 @@ extension ClientConnection {
 
     func pumpRequestBody() {
         guard phase == .forwarding, let ex = exchange, !ex.requestBodyDone else { return }
+        if ex.machine.judgingRestOfRequestBody {
+            judgeRestOfRequestBody(ex)
+            return
+        }
         guard let u = ex.upstream, u.state == .active else { return }   // still connecting: bytes wait
         if ex.multipart != nil {
             pumpMultipartBody(ex, u)
@@ -42,6 +46,37 @@ extension ClientConnection {
             // Everything the client sent before its close has been decoded: the body is cut off.
             perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
         }
+    }
+
+    /// The response is whole and its upstream gone, the client's body still coming
+    /// (`ExchangeMachine.judgeRestOfRequestBody`): the rest is decoded and dropped, so that a
+    /// malformed body is logged as the client's error (`requestFailed`). A body that ends, a
+    /// client that stops sending (its close), or `header_timeout` ends the exchange completed.
+    func judgeRestOfRequestBody(_ ex: Exchange) {
+        do throws(WireError) {
+            while !ex.requestDecoder.isComplete {
+                let available = stream.inputLength
+                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
+                    try ex.requestDecoder.next(buf, available: available)
+                }
+                switch event {
+                case .data(let n):
+                    stream.drainInput(n)
+                    ex.bytesIn += UInt64(n)
+                case .framing(let n), .end(let n):
+                    stream.drainInput(n)
+                case .needMore:
+                    if lifecycle.input == .halfClosed { endExchange(ex, .completed(upstreamReusable: false)) }
+                    return
+                }
+            }
+        } catch {
+            ex.machine.requestBodyFailed()
+            endExchange(ex, .requestFailed(GatewayError(wire: error)))
+            return
+        }
+        ex.machine.requestBodyComplete()
+        endExchange(ex, .completed(upstreamReusable: false))
     }
 
     /// The request body of a `validate_multipart` route: each payload slice is fed to the
@@ -281,6 +316,12 @@ extension ClientConnection {
     }
 
     private func startResponse(_ ex: Exchange, _ u: UpstreamConnection, _ head: ResponseHead) {
+        if ex.reachabilityTrial {
+            // The trial was answered: the circuit closes (a pooled connection never reported
+            // a connect).
+            ex.reachabilityTrial = false
+            reportReachability(ex, .connected)
+        }
         ex.response = head
         ex.responseStatus = head.status
         ex.responseStartedAt = EventLoop.nowNanos()
@@ -329,7 +370,7 @@ extension ClientConnection {
             return
         }
         if ex.responseDecoder.isComplete {
-            endExchange(ex, .completed(upstreamReusable: true))
+            responseDelivered(ex, upstreamReusable: true)
         } else if stream.outputLength >= Self.writeHighWatermark {
             let was = ex.machine.isSuspended
             performFlow(ex.machine.clientOutputFilled(), ex, wasSuspended: was)
@@ -354,7 +395,7 @@ extension ClientConnection {
                 try ex.responseDecoder.finishOnEOF()   // a close-delimited body ends here
                 if ex.responseOut == .chunked { stream.write(ChunkedEncoder.last) }
                 ex.clientKeepAlive = ex.clientKeepAlive && ex.responseOut != .close
-                endExchange(ex, .completed(upstreamReusable: false))
+                responseDelivered(ex, upstreamReusable: false)
                 return
             } catch {
                 failure = GatewayError(.upstreamClosed, status: ex.responseStatus,

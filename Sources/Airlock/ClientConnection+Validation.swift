@@ -190,7 +190,7 @@ extension ClientConnection {
             }
         }
         v.out = []
-        endExchange(ex, .completed(upstreamReusable: true))   // released already, in `deliver`
+        responseDelivered(ex, upstreamReusable: true)   // released already, in `deliver`
     }
 
     /// The upstream's part of the exchange's end, done as soon as its body has been read.

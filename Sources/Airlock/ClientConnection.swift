@@ -34,6 +34,7 @@ final class ClientConnection: StreamDelegate {
         case idle         // no timer: keep-alive idleness is the stream's read timeout
         case header       // a head has begun: it must be complete by header_timeout → 408
         case drainGrace   // draining and idle only briefly: close unless a request arrives
+        case restOfBody   // the response is whole, the client's body is not: judged until header_timeout
     }
 
     /// When the connection last became idle (accepted, or its last response queued).
@@ -79,6 +80,12 @@ final class ClientConnection: StreamDelegate {
             interceptHandshakeEnded(.tlsFailed("the TLS handshake did not complete within header_timeout (\(limits.headerTimeout))"))
             return
         }
+        if timerMode == .restOfBody {
+            // The rest of the body did not come in time: the client has its whole response.
+            timerMode = .idle
+            if phase == .forwarding, let ex = exchange { endExchange(ex, .completed(upstreamReusable: false)) }
+            return
+        }
         guard phase == .awaitingHead || phase == .pausedForOutput else { return }
         if timerMode == .drainGrace {
             timerMode = .idle
@@ -113,7 +120,7 @@ final class ClientConnection: StreamDelegate {
         }
         guard phase == .forwarding, let ex = exchange else { return }
         if let v = ex.validation, v.phase == .delivering {
-            continueDelivery(ex, v)
+            if !ex.machine.judgingRestOfRequestBody { continueDelivery(ex, v) }   // delivered already
             return
         }
         guard ex.upstream != nil else { return }

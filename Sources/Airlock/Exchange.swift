@@ -70,6 +70,9 @@ final class Exchange {
     var holdsSlot = false
     /// Non-zero while waiting in the worker's queue for this upstream.
     var queueTicket: UInt64 = 0
+    /// The one request let through while the route's circuit is half-open
+    /// (`Reachability.admit`): its response closes the circuit even on a pooled connection.
+    var reachabilityTrial = false
 
     // response side
     var responseScanner: HeadScanner

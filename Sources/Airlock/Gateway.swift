@@ -27,6 +27,7 @@ public final class Gateway: @unchecked Sendable {
     var adminUnavailable: String?
     /// Probes fixed upstreams on the acceptor loop (`reachability.interval`).
     private var monitor: ReachabilityMonitor?
+    private let metrics: GatewayMetrics
 
     private enum RunState {
         case created     // → .running
@@ -46,6 +47,7 @@ public final class Gateway: @unchecked Sendable {
         let l = try Listener(loop: mainLoop, host: config.listen.host, port: config.listen.port)
         let rejects = RejectLog(capacity: config.rejects.keep)
         let metrics = GatewayMetrics(config: config, logSink: (logger.handler as? JSONLogHandler)?.sink)
+        self.metrics = metrics
         let reachability = Reachabilities(config: config, logger: logger, metrics: metrics)
         // The admin listener first: its address joins the loop check every worker makes.
         try startAdmin(rejects: rejects, metrics: metrics, reachability: reachability)
@@ -182,18 +184,25 @@ public final class Gateway: @unchecked Sendable {
 
     /// Refusals and accept failures are logged at most once a second each, with a count of
     /// those not logged: a flood of connection attempts must not become a flood of log lines.
+    /// Refusals held back are written by `refusalFlush` once their second is over, so every
+    /// refusal is in the log within about a second of the burst (not at the next refusal).
     private var refusalLog = LogThrottle()
     private var acceptErrorLog = LogThrottle()
+    private var refusalFlush: Timer?
+    /// The client of the latest refusal held back (the flushed record names it).
+    private var heldRefusalPeer: SocketAddress?
 
     private func accepted(_ fd: Int32, _ peer: SocketAddress) {
         if openConnections.load(ordering: .relaxed) >= maxConnections {
             close(fd)
+            metrics.connectionRefused(.maxConnections)
             if let refused = refusalLog.occurred() {
-                logger.warning("connection.refused", metadata: [
-                    "client": .string(peer.description), "reason": "max-connections",
-                    "key": "limits.max_connections",
-                    "max_connections": .stringConvertible(maxConnections),
-                    "refused": .stringConvertible(refused)])
+                logRefusals(refused, peer)
+            } else {
+                heldRefusalPeer = peer
+                let t = refusalFlush ?? Timer(loop: mainLoop) { [unowned self] in self.flushRefusals() }
+                refusalFlush = t
+                if !t.isScheduled { t.schedule(after: refusalLog.nextDue) }
             }
             return
         }
@@ -202,6 +211,20 @@ public final class Gateway: @unchecked Sendable {
         nextWorker = (nextWorker + 1) % workers.count
         let fdBox = fd
         w.loop.execute { w.adopt(fd: fdBox, peer: peer) }
+    }
+
+    private func logRefusals(_ refused: Int, _ peer: SocketAddress) {
+        logger.warning("connection.refused", metadata: [
+            "client": .string(peer.description), "reason": .string(GatewayMetrics.ConnectionRefusal.maxConnections.rawValue),
+            "key": "limits.max_connections",
+            "max_connections": .stringConvertible(maxConnections),
+            "refused": .stringConvertible(refused)])
+    }
+
+    private func flushRefusals() {
+        guard let peer = heldRefusalPeer, let refused = refusalLog.flush() else { return }
+        heldRefusalPeer = nil
+        logRefusals(refused, peer)
     }
 
     private func acceptFailed(_ err: Int32) {
@@ -269,6 +292,8 @@ public final class Gateway: @unchecked Sendable {
         admin?.close()
         drainTimer?.cancel()
         drainTimer = nil
+        refusalFlush?.cancel()
+        flushRefusals()   // none held back unwritten
         mainLoop.stop()
     }
 
@@ -293,9 +318,26 @@ struct LogThrottle {
     mutating func occurred() -> Int? {
         unlogged += 1
         let now = EventLoop.nowNanos()
-        guard last == 0 || now - last >= 1_000_000_000 else { return nil }
+        guard last == 0 || now - last >= Self.period else { return nil }
         last = now
         defer { unlogged = 0 }
         return unlogged
     }
+
+    /// Occurrences not logged yet, as one record due now (nil when there are none); the next
+    /// record is then a period away.
+    mutating func flush() -> Int? {
+        guard unlogged > 0 else { return nil }
+        last = EventLoop.nowNanos()
+        defer { unlogged = 0 }
+        return unlogged
+    }
+
+    /// How long until a record is due.
+    var nextDue: Duration {
+        let elapsed = EventLoop.nowNanos() &- last
+        return .nanoseconds(Int64(elapsed >= Self.period ? 0 : Self.period - elapsed))
+    }
+
+    private static let period: UInt64 = 1_000_000_000
 }

@@ -25,6 +25,14 @@ final class GatewayMetrics: Sendable {
     /// The log sink whose dropped records are exported (`airlock_log_dropped_records_total`);
     /// nil when the logger is not the JSON handler (tests with their own handlers).
     let logSink: JSONLogSink?
+    /// Client connections closed at accept (`airlock_connections_refused_total{reason}`), one
+    /// counter per reason.
+    private let refusedMaxConnections = Atomic<UInt64>(0)
+
+    /// Why a client connection was closed at accept (a bounded label).
+    enum ConnectionRefusal: String, CaseIterable, Sendable {
+        case maxConnections = "max-connections"   // limits.max_connections (or the descriptor cap)
+    }
 
     init(config: AirlockConfig, logSink: JSONLogSink? = nil) {
         self.logSink = logSink
@@ -59,7 +67,25 @@ final class GatewayMetrics: Sendable {
             text += "# TYPE airlock_log_dropped_records_total counter\n"
             text += "airlock_log_dropped_records_total \(logSink.droppedRecords)\n"
         }
+        text += "# HELP airlock_connections_refused_total Client connections closed at accept without being served.\n"
+        text += "# TYPE airlock_connections_refused_total counter\n"
+        for reason in ConnectionRefusal.allCases {
+            text += "airlock_connections_refused_total{reason=\"\(reason.rawValue)\"} \(connectionsRefused(reason))\n"
+        }
         return registry.emitToBuffer() + Array(text.utf8)
+    }
+
+    /// A client connection closed at accept.
+    func connectionRefused(_ reason: ConnectionRefusal) {
+        switch reason {
+        case .maxConnections: refusedMaxConnections.add(1, ordering: .relaxed)
+        }
+    }
+
+    func connectionsRefused(_ reason: ConnectionRefusal) -> UInt64 {
+        switch reason {
+        case .maxConnections: refusedMaxConnections.load(ordering: .relaxed)
+        }
     }
 
     /// A rejected response (validation) on `route`, by reason code. Rare: looked up by label.

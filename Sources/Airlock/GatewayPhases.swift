@@ -250,7 +250,7 @@ struct GatewayPhases: ProxyPhases {
             if e.code == .rejectedResponse { ex.outcome = .rejected }
             ex.failure = e.rejection?.reason ?? e.reason
             worker.context.metrics.gatewayError(route: ex.route.name, error: e.reason)
-        case .truncated(let e):
+        case .truncated(let e), .requestFailed(let e):
             status = ex.responseStatus
             ex.failure = e.reason
         case .aborted(let e):

@@ -109,18 +109,21 @@ enum ExchangeEnd {
     case truncated(GatewayError)
     /// Nobody is left to answer: the client went away, an admin cancelled, or the drain timed out.
     case aborted(GatewayError)
+    /// The whole response reached the client, then the rest of its request body proved
+    /// malformed (an upstream that answered before reading it): the client's error.
+    case requestFailed(GatewayError)
 
     var error: GatewayError? {
         switch self {
         case .completed: return nil
-        case .answered(let e, _), .truncated(let e), .aborted(let e): return e
+        case .answered(let e, _), .truncated(let e), .aborted(let e), .requestFailed(let e): return e
         }
     }
 
     /// The response reached the client whole (Airlock's own answer counts).
     var complete: Bool {
         switch self {
-        case .completed, .answered: return true
+        case .completed, .answered, .requestFailed: return true
         case .truncated, .aborted: return false
         }
     }

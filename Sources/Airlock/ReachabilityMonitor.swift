@@ -2,11 +2,11 @@ import AirlockIO
 import AirlockSecurity
 import AirlockSession
 
-/// Probes every fixed upstream each `reachability.interval` on the acceptor loop, never
-/// blocking it: a non-blocking resolve, a non-blocking TCP connect and, for https upstreams, the
-/// TLS handshake and the route's security policy, exactly as a request's connection would be
-/// judged. At most one probe per upstream is in flight; each is bounded by the interval (and
-/// `limits.connect_timeout`).
+/// Probes every fixed upstream each `reachability.interval` (when it is not `off`, the default)
+/// on the acceptor loop, never blocking it: a non-blocking resolve, a non-blocking TCP connect
+/// and, for https upstreams, the TLS handshake and the route's security policy, exactly as a
+/// request's connection would be judged. At most one probe per upstream is in flight; each is
+/// bounded by the interval (and `limits.connect_timeout`).
 final class ReachabilityMonitor {
     private let loop: EventLoop
     private let context: GatewayContext
@@ -24,10 +24,11 @@ final class ReachabilityMonitor {
     /// Probes every interval (on the loop), the first one interval after the start: until
     /// then an upstream is `unknown` (never failed fast) or judged by its first requests.
     func start() {
-        guard context.reachability.byRoute.contains(where: { $0 != nil }) else { return }
-        let t = Timer(loop: loop) { [unowned self] in self.tick() }
+        guard let interval = context.reachability.interval,
+              context.reachability.byRoute.contains(where: { $0 != nil }) else { return }
+        let t = Timer(loop: loop) { [unowned self] in self.tick(interval) }
         timer = t
-        t.schedule(after: context.reachability.interval)
+        t.schedule(after: interval)
     }
 
     func stop() {
@@ -37,13 +38,13 @@ final class ReachabilityMonitor {
         probes = [:]
     }
 
-    private func tick() {
+    private func tick(_ interval: Duration) {
         for (i, h) in context.reachability.byRoute.enumerated() {
             guard let h, !busy.contains(i) else { continue }
             busy.insert(i)
             probe(i, h)
         }
-        timer?.schedule(after: context.reachability.interval)
+        timer?.schedule(after: interval)
     }
 
     private func probe(_ index: Int, _ h: UpstreamHealth) {
@@ -63,7 +64,7 @@ final class ReachabilityMonitor {
     }
 
     private func connect(_ index: Int, _ h: UpstreamHealth, _ address: SocketAddress) {
-        let timeout = min(context.reachability.interval, context.config.limits.connectTimeout)
+        let timeout = min(context.reachability.interval ?? .seconds(5), context.config.limits.connectTimeout)
         do {
             var tls: TLSSetup?
             if let security = h.security {

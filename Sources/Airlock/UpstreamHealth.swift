@@ -5,19 +5,22 @@ import Synchronization
 
 /// One fixed upstream's reachability, shared by every worker and the prober: the state
 /// machine under a lock, plus an atomic flag the request path reads (one relaxed load per
-/// request) to fail fast while the upstream is unreachable.
+/// request); only while it is set does a request take the lock, to learn whether it fails fast
+/// or is the circuit's trial.
 final class UpstreamHealth: Sendable {
     let route: String
     let key: UpstreamKey
     /// `http://host:port` as configured (a bounded label: it comes from the configuration).
     let upstream: String
     let security: RouteSecurity?
-    private let machine = Mutex(Reachability())
+    private let machine: Mutex<Reachability>
     private let down = Atomic<Bool>(false)
     private let logger: Logger
     let metrics: RouteMetrics?
 
-    init(route: RouteConfig, key: UpstreamKey, upstream: String, logger: Logger, metrics: RouteMetrics?) {
+    init(route: RouteConfig, key: UpstreamKey, upstream: String, retryAfterMillis: UInt64, logger: Logger,
+         metrics: RouteMetrics?) {
+        self.machine = Mutex(Reachability(retryAfter: retryAfterMillis))
         self.route = route.name
         self.key = key
         self.upstream = upstream
@@ -26,8 +29,15 @@ final class UpstreamHealth: Sendable {
         self.metrics = metrics
     }
 
-    /// True while the upstream is unreachable: its requests are answered 503 at once.
+    /// True while the upstream is unreachable: its requests ask `admit` whether they fail fast.
     var isUnreachable: Bool { down.load(ordering: .relaxed) }
+
+    /// Whether a request goes upstream now (`Reachability.admit`): while the circuit is open it
+    /// fails fast; after `reachability.retry_after` one request is the trial.
+    func admit() -> Reachability.Admission {
+        let now = UInt64(RejectRecord.nowUnixMillis())
+        return machine.withLock { $0.admit(now: now) }
+    }
 
     var snapshot: Reachability { machine.withLock { $0 } }
 
@@ -52,18 +62,23 @@ final class UpstreamHealth: Sendable {
 /// passive state of `origin` routes' hosts, bounded by an LRU.
 final class Reachabilities: Sendable {
     let byRoute: [UpstreamHealth?]
-    let interval: Duration
+    /// The probe interval; nil when probing is off (`reachability.interval: off`).
+    let interval: Duration?
+    /// `reachability.retry_after`.
+    let retryAfter: Duration
     private let originHosts: Mutex<BoundedLRU<String, Reachability>>
 
     init(config: AirlockConfig, logger: Logger, metrics: GatewayMetrics) {
-        interval = config.reachability.interval
+        interval = config.reachability.probeInterval
+        retryAfter = config.reachability.retryAfter
+        let retryAfterMillis = UInt64(Self.millis(config.reachability.retryAfter))
         originHosts = Mutex(BoundedLRU(capacity: config.reachability.originHosts))
         byRoute = config.routes.enumerated().map { i, r in
             guard case .fixed(let t) = r.upstream else { return nil }
             let key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,
                                   trust: t.scheme == "https" ? r.security.trustIdentity : "")
-            return UpstreamHealth(route: r, key: key, upstream: "\(t.scheme)://\(t.authority)", logger: logger,
-                                  metrics: metrics.routes[i])
+            return UpstreamHealth(route: r, key: key, upstream: "\(t.scheme)://\(t.authority)",
+                                  retryAfterMillis: retryAfterMillis, logger: logger, metrics: metrics.routes[i])
         }
     }
 
@@ -76,17 +91,23 @@ final class Reachabilities: Sendable {
     }
 
     var originSnapshot: [(String, Reachability)] { originHosts.withLock { $0.entries } }
+
+    static func millis(_ d: Duration) -> Int64 {
+        let (seconds, atto) = d.components
+        return seconds * 1000 + atto / 1_000_000_000_000_000
+    }
 }
 
 extension Reachabilities {
     /// `GET /upstreams`: each configured upstream (per route) with its state, since when
-    /// (Unix milliseconds), its last error and its pool counts; then the `origin` routes' hosts
-    /// seen lately (passive state only, most recent first).
+    /// (Unix milliseconds), the error that explains it (`last_error`, null while reachable), the
+    /// most recent failure even after a recovery (`last_failure`: error and Unix ms) and its pool
+    /// counts; then the `origin` routes' hosts seen lately (passive state only, most recent first).
     func json() -> [UInt8] {
         var e = Out()
         e.append("{\"interval_ms\":")
-        let (seconds, atto) = interval.components
-        e.append(String(seconds * 1000 + atto / 1_000_000_000_000_000))
+        e.append(interval.map { String(Self.millis($0)) } ?? "null")
+        e.append(",\"retry_after_ms\":\(Self.millis(retryAfter))")
         e.append(",\"upstreams\":[")
         var first = true
         for h in byRoute {
@@ -99,8 +120,7 @@ extension Reachabilities {
             s += ",\"upstream\":"
             JSON.appendString(h.upstream, to: &s)
             s += ",\"state\":\"\(r.state.rawValue)\",\"since\":\(r.since)"
-            s += ",\"last_error\":"
-            if let le = r.lastError { JSON.appendString(le, to: &s) } else { s += "null" }
+            Self.appendErrors(r, to: &s)
             s += ",\"pool\":{\"idle\":\(h.metrics?.poolIdleCount.load(ordering: .relaxed) ?? 0)"
             s += ",\"active\":\(h.metrics?.poolActiveCount.load(ordering: .relaxed) ?? 0)}}"
             e.append(s)
@@ -110,13 +130,28 @@ extension Reachabilities {
             var s = i > 0 ? "," : ""
             s += "\n{\"host\":"
             JSON.appendString(host, to: &s)
-            s += ",\"state\":\"\(r.state.rawValue)\",\"since\":\(r.since),\"last_error\":"
-            if let le = r.lastError { JSON.appendString(le, to: &s) } else { s += "null" }
+            s += ",\"state\":\"\(r.state.rawValue)\",\"since\":\(r.since)"
+            Self.appendErrors(r, to: &s)
             s += "}"
             e.append(s)
         }
         e.append("]}\n")
         return Array(e.text.utf8)
+    }
+
+    /// `"last_error"` (what explains the state now: null while reachable) and `"last_failure"`
+    /// (the most recent failure and when, kept after a recovery; null if none).
+    private static func appendErrors(_ r: Reachability, to s: inout String) {
+        s += ",\"last_error\":"
+        if let le = r.currentError { JSON.appendString(le, to: &s) } else { s += "null" }
+        s += ",\"last_failure\":"
+        if let le = r.lastError, let at = r.lastErrorAt {
+            s += "{\"error\":"
+            JSON.appendString(le, to: &s)
+            s += ",\"at\":\(at)}"
+        } else {
+            s += "null"
+        }
     }
 
     private struct Out {

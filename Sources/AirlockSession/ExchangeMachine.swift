@@ -73,6 +73,7 @@ public struct ExchangeMachine: Sendable, Equatable {
         case resumeClientReads               // it drained: read the client again
         case pauseUpstreamReads              // the client's output is full: stop reading the upstream
         case resumeUpstreamReads             // it drained: read the upstream again
+        case judgeRestOfRequestBody          // the response is whole, the client's body is not: read the rest, send none of it
     }
 
     public let method: Method
@@ -176,10 +177,20 @@ public struct ExchangeMachine: Sendable, Equatable {
         if response == .validating { response = .relaying }
     }
 
-    /// The client has the whole response.
-    public mutating func responseComplete() {
+    /// The client has the whole response. The exchange ends there (`.none`), unless the client's
+    /// body is still coming (an upstream that answered before reading it all): then the rest is
+    /// read, never sent (the upstream connection closes, `requestIncomplete`), and judged before
+    /// the exchange is logged (`.judgeRestOfRequestBody`): a malformed body is the client's
+    /// error even after the upstream's 200 (`requestBodyFailed`).
+    @discardableResult
+    public mutating func responseComplete() -> Action {
         response = .complete
+        return request == .streamingBody ? .judgeRestOfRequestBody : .none
     }
+
+    /// Whether the rest of the client's body is being read after the whole response
+    /// (`.judgeRestOfRequestBody`).
+    public var judgingRestOfRequestBody: Bool { response == .complete && request == .streamingBody }
 
     /// Airlock answered the client itself (an error before any response byte, or a reject).
     public mutating func answeredByGateway() {

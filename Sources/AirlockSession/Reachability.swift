@@ -10,6 +10,12 @@
 /// - A probe whose TLS upstream fails the route's security policy (`probeUntrusted`) makes it
 ///   unreachable too, but its requests do not fail fast (`failsFast`): each still meets the
 ///   real handshake and is refused as untrusted, with its own reject record.
+/// - Fail-fast is a circuit breaker that needs no probes: unreachable for a network reason
+///   opens the circuit for `retryAfter` (requests are answered 503 at once); then one request
+///   is let through as a trial (half-open) while the others still fail fast (`admit`). Its
+///   success closes the circuit (reachable); its failure opens it again for another
+///   `retryAfter`. A trial that never reports (its client went away before the connect ended)
+///   is replaced by another after `retryAfter`.
 public struct Reachability: Sendable, Equatable {
     public enum State: String, Sendable, Equatable {
         case unknown       // nothing observed yet → .reachable, .unreachable
@@ -43,20 +49,49 @@ public struct Reachability: Sendable, Equatable {
         }
     }
 
+    /// Whether requests go upstream (`admit`): the fail-fast circuit.
+    public enum Circuit: Sendable, Equatable {
+        case closed                        // requests go upstream → .open
+        case open(until: UInt64)           // requests fail fast until then → .halfOpen (a trial is admitted)
+        case halfOpen(trialUntil: UInt64)  // one trial in flight, the rest fail fast → .closed, .open, .halfOpen (it never reported)
+    }
+
+    /// What a request to the upstream does now.
+    public enum Admission: Sendable, Equatable {
+        case proceed      // the circuit is closed
+        case trial        // the one request that tries the upstream again
+        case failFast     // answered 503 upstream-unreachable at once
+    }
+
     public static let passiveFailureThreshold = 3
+    /// How long the circuit stays open before a trial, in the unit of `now` (milliseconds for
+    /// the gateway).
+    public let retryAfter: UInt64
 
     public private(set) var state: State = .unknown
     /// When the current state began (nanoseconds on the caller's clock; 0 while unknown).
     public private(set) var since: UInt64 = 0
+    /// The most recent failure, kept after a recovery (history); `currentError` is nil then.
     public private(set) var lastError: String?
+    /// When `lastError` was seen (nil before any failure).
+    public private(set) var lastErrorAt: UInt64?
     public private(set) var consecutiveFailures = 0
     /// The last failure was the security policy's, not the network's.
     public private(set) var untrusted = false
 
-    /// Requests are answered 503 at once: unreachable for a network reason.
-    public var failsFast: Bool { state == .unreachable && !untrusted }
+    public private(set) var circuit: Circuit = .closed
 
-    public init() {}
+    /// Requests do not simply go upstream: unreachable for a network reason (the circuit is
+    /// open or half-open; `admit` says which request is the trial).
+    public var failsFast: Bool { circuit != .closed }
+
+    /// The error that explains the current state: nil while reachable (`lastError` keeps it).
+    public var currentError: String? { state == .reachable ? nil : lastError }
+
+    /// `retryAfter`: how long the circuit stays open before a trial, in the unit of `now`.
+    public init(retryAfter: UInt64 = 5000) {
+        self.retryAfter = retryAfter
+    }
 
     /// Feeds one signal observed at `now`; returns the transition when the state changed.
     public mutating func record(_ signal: Signal, now: UInt64) -> Transition? {
@@ -64,28 +99,53 @@ public struct Reachability: Sendable, Equatable {
         switch signal {
         case .probeSucceeded:
             consecutiveFailures = 0
+            circuit = .closed
             return move(to: .reachable, now: now, reason: "probe succeeded")
         case .connected:
             consecutiveFailures = 0
+            circuit = .closed
             return move(to: .reachable, now: now, reason: "connection succeeded")
         case .probeFailed(let why):
-            lastError = why
-            consecutiveFailures += 1
-            return move(to: .unreachable, now: now, reason: "probe failed: \(why)")
+            failed(why, now: now)
+            return open(now: now, reason: "probe failed: \(why)")
         case .probeUntrusted(let why):
-            lastError = "untrusted: \(why)"
-            consecutiveFailures += 1
+            failed("untrusted: \(why)", now: now)
+            circuit = .closed   // each request meets the real handshake
             return move(to: .unreachable, now: now, reason: "probe: untrusted upstream: \(why)")
         case .refused(let why):
-            lastError = why
-            consecutiveFailures += 1
-            return move(to: .unreachable, now: now, reason: "connection refused: \(why)")
+            failed(why, now: now)
+            return open(now: now, reason: "connection refused: \(why)")
         case .failed(let why):
-            lastError = why
-            consecutiveFailures += 1
-            guard consecutiveFailures >= Self.passiveFailureThreshold else { return nil }
-            return move(to: .unreachable, now: now, reason: "\(consecutiveFailures) failures in a row: \(why)")
+            failed(why, now: now)
+            // One reset or timeout is not enough while reachable; while unreachable (a trial
+            // failed, say) the circuit opens again at once.
+            guard consecutiveFailures >= Self.passiveFailureThreshold || state == .unreachable else { return nil }
+            return open(now: now, reason: "\(consecutiveFailures) failures in a row: \(why)")
         }
+    }
+
+    /// Whether a request at `now` goes upstream, is the trial, or fails fast.
+    public mutating func admit(now: UInt64) -> Admission {
+        switch circuit {
+        case .closed:
+            return .proceed
+        case .open(let until) where now >= until, .halfOpen(let until) where now >= until:
+            circuit = .halfOpen(trialUntil: now + retryAfter)
+            return .trial
+        case .open, .halfOpen:
+            return .failFast
+        }
+    }
+
+    private mutating func failed(_ why: String, now: UInt64) {
+        lastError = why
+        lastErrorAt = now
+        consecutiveFailures += 1
+    }
+
+    private mutating func open(now: UInt64, reason: String) -> Transition? {
+        circuit = .open(until: now + retryAfter)
+        return move(to: .unreachable, now: now, reason: reason)
     }
 
     private mutating func move(to new: State, now: UInt64, reason: String) -> Transition? {

@@ -11,7 +11,7 @@ public enum TaskState: String, Sendable, Equatable, CaseIterable {
     case tunneling    // a CONNECT tunnel relaying both ways (after connecting) → .completed, .failed, .cancelled
     case completed    // the client has the whole response; final
     case cancelled    // the client went away, or an admin cancelled it; final
-    case failed       // answered with an error or cut off by the upstream; final
+    case failed       // answered with an error, cut off by the upstream, or its body malformed after the response; final
 
     public var isFinal: Bool { self == .completed || self == .cancelled || self == .failed }
 
@@ -22,7 +22,7 @@ public enum TaskState: String, Sendable, Equatable, CaseIterable {
     public static func derive(_ m: ExchangeMachine, upstreamReady: Bool, suspended: Bool, cancelled: Bool) -> TaskState {
         if cancelled { return .cancelled }
         switch m.response {
-        case .complete: return .completed
+        case .complete: return m.request == .failed ? .failed : .completed   // a malformed body after the response
         case .truncated, .answered: return .failed
         case .failed: return .cancelled   // nothing reached the client and nobody is left: it went away
         case .validating: return suspended ? .suspended : .validating

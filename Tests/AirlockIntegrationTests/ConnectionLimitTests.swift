@@ -64,4 +64,56 @@ final class ConnectionLimitTests: XCTestCase {
         }
         XCTAssertEqual(status, 200, "no connection served after one of the two closed")
     }
+
+    /// Issue #18 (2.5): a burst of refusals is logged at most once a second, but the count held
+    /// back is flushed on a timer: within a bounded time after the burst (no further refusal),
+    /// the `refused` counts of the `connection.refused` records add up to the refusals, and so
+    /// does `airlock_connections_refused_total{reason="max-connections"}`.
+    func testEveryRefusalIsCountedInTheLogAndTheMetricWithinABoundedTime() throws {
+        try PrometheusText.requireParser()
+        let origin = try TestOrigin(.respond { req in .ok("served \(req.target)") })
+        defer { origin.stop() }
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            admin: 127.0.0.1:0
+            \(Fixture.limitsYAML(["max_connections": "2"]))
+            routes:
+              - name: api
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(origin.port)
+            """)
+        defer { a.stop() }
+        let adminRecord = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let admin = UInt16(try XCTUnwrap(adminRecord["port"] as? Int))
+        // The cap is taken by two served connections, kept open.
+        let held = try (0..<2).map { i in
+            let c = try RawClient(port: a.port)
+            XCTAssertEqual(try c.exchange("GET /held-\(i) HTTP/1.1\r\nHost: x\r\n\r\n").status, 200)
+            return c
+        }
+        defer { for c in held { c.close() } }
+
+        // A burst, all within the first second of throttling: each one closed at accept.
+        let burst = 40
+        for i in 0..<burst {
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            XCTAssertTrue(c.isClosedByPeer(timeout: 5), "connection \(i) of the burst was not refused")
+        }
+
+        func logged() -> Int {
+            a.logRecords().filter { $0["event"] as? String == "connection.refused" }
+                .reduce(0) { $0 + (($1["refused"] as? NSNumber)?.intValue ?? 0) }
+        }
+        let deadline = Date().addingTimeInterval(3)
+        while logged() < burst && Date() < deadline { usleep(50_000) }
+        XCTAssertEqual(logged(), burst, "the refusals held back were not written within 3 s of the burst")
+
+        let c = try RawClient(port: admin)
+        defer { c.close() }
+        let metrics = try PrometheusText(try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        XCTAssertEqual(metrics.types["airlock_connections_refused"], "counter")
+        XCTAssertEqual(metrics.value("airlock_connections_refused_total", ["reason": "max-connections"]), Double(burst))
+    }
 }

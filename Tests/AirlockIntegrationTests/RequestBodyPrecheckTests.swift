@@ -39,4 +39,83 @@ final class RequestBodyPrecheckTests: XCTestCase {
         XCTAssertEqual(try c.readResponse(timeout: 10).status, 200)
         XCTAssertEqual(o.acceptedConnections, 1)
     }
+
+    /// Issue #18 (2.6): an origin that answers before reading the body, and a chunk that breaks
+    /// the grammar 50 ms after the head. The client already has the origin's 200, but its
+    /// request was malformed: the exchange is logged as a client error (`bad-chunk`, state
+    /// `failed`), and the upstream connection that saw part of a broken body is closed, never
+    /// pooled: the next request opens a new one.
+    func testBadChunkAfterTheOriginAnsweredIsLoggedAndTheUpstreamIsNotReused() throws {
+        let o = try TCPTestServer { c in
+            // Answers each head at once, without reading any body (whatever follows a head is
+            // read as part of the next one).
+            while let head = try? c.read(through: "\r\n\r\n", timeout: 10), !head.isEmpty {
+                try? c.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            }
+        }
+        defer { o.stop() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1))
+        defer { a.stop() }
+
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send(post("3\r\nabc\r\n"))
+        let r = try c.readResponse(timeout: 10)
+        XCTAssertEqual(r.status, 200, "the origin answered before the body")
+        usleep(50_000)
+        try? c.send("zz\r\n")   // not a chunk size
+        _ = try? c.readUntilClose(timeout: 5)
+
+        let id = try XCTUnwrap(r.header("X-Request-ID"), "the response carries its request id")
+        let access = try XCTUnwrap(a.waitForLog(timeout: 5) {
+            $0["event"] as? String == "request.access" && $0["request_id"] as? String == id
+        })
+        XCTAssertEqual(access["state"] as? String, "failed", "\(access)")
+        XCTAssertEqual((access["bytes_in"] as? NSNumber)?.intValue, 3)
+        let error = try XCTUnwrap(a.waitForLog(timeout: 5) {
+            $0["event"] as? String == "request.error" && $0["request_id"] as? String == id
+        }, "the malformed body is recorded as the request's error")
+        XCTAssertEqual(error["error"] as? String, "bad-chunk")
+        XCTAssertEqual(error["source"] as? String, "client")
+
+        // The next request (its own client) gets a new upstream connection.
+        let next = try RawClient(port: a.port)
+        defer { next.close() }
+        try next.send("GET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertEqual(try next.readResponse(timeout: 10).status, 200)
+        XCTAssertEqual(o.acceptedCount, 2, "the upstream connection of the broken body was reused")
+    }
+
+    /// The same early answer with a body that ends well 50 ms later, a client that stops
+    /// sending and closes, or one that stops sending and waits (its connection closed after
+    /// `header_timeout`, 2 s here): completed, every body byte counted, the response untouched.
+    func testAGoodBodyAfterTheOriginAnsweredIsCompleted() throws {
+        let o = try TCPTestServer { c in
+            while let head = try? c.read(through: "\r\n\r\n", timeout: 10), !head.isEmpty {
+                try? c.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            }
+        }
+        defer { o.stop() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1))
+        defer { a.stop() }
+        for (rest, bytesIn, closes) in [("2\r\nde\r\n0\r\n\r\n", 5, false), ("2\r\nde", 5, true), ("", 3, false)] {
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            try c.send(post("3\r\nabc\r\n"))
+            let r = try c.readResponse(timeout: 10)
+            XCTAssertEqual(r.status, 200)
+            XCTAssertEqual(r.bodyString, "ok")
+            usleep(50_000)
+            if !rest.isEmpty { try c.send(rest) }
+            if closes { c.shutdownWrite() }
+            XCTAssertTrue(c.isClosedByPeer(timeout: 5), "the response said close")
+            let id = try XCTUnwrap(r.header("X-Request-ID"))
+            let access = try XCTUnwrap(a.waitForLog(timeout: 5) {
+                $0["event"] as? String == "request.access" && $0["request_id"] as? String == id
+            })
+            XCTAssertEqual(access["state"] as? String, "completed", "\(access)")
+            XCTAssertEqual((access["bytes_in"] as? NSNumber)?.intValue, bytesIn, "\(access)")
+            XCTAssertNil(a.logRecords().first { $0["event"] as? String == "request.error" && $0["request_id"] as? String == id })
+        }
+    }
 }

@@ -31,6 +31,44 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertTrue(m.requestBodyDone)
     }
 
+    /// Issue #18 (2.6): an upstream that answered before reading the body. The whole response
+    /// does not end the exchange while the client's body is still coming: its rest is judged
+    /// (read, never sent); the upstream connection is closed, never parked; a malformed rest
+    /// makes the exchange failed, a good one completed.
+    func testAResponseBeforeTheWholeBodyLeavesTheRestToBeJudged() {
+        var bad = post()
+        _ = bad.upstreamReady(reused: false)
+        XCTAssertEqual(bad.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
+        XCTAssertEqual(bad.responseComplete(), .judgeRestOfRequestBody)
+        XCTAssertTrue(bad.judgingRestOfRequestBody)
+        XCTAssertTrue(bad.isFinished, "the client has the whole response")
+        XCTAssertEqual(bad.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true),
+                       .close(.requestIncomplete), "the upstream saw part of the body: never reused")
+        bad.requestBodyFailed()
+        XCTAssertFalse(bad.judgingRestOfRequestBody)
+        XCTAssertEqual(TaskState.derive(bad, upstreamReady: false, suspended: false, cancelled: false), .failed,
+                       "a malformed body after the response is the client's error")
+
+        var good = post()
+        _ = good.upstreamReady(reused: false)
+        _ = good.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(good.responseComplete(), .judgeRestOfRequestBody)
+        good.requestBodyComplete()
+        XCTAssertFalse(good.judgingRestOfRequestBody)
+        XCTAssertEqual(TaskState.derive(good, upstreamReady: false, suspended: false, cancelled: false), .completed)
+
+        var whole = post()
+        _ = whole.upstreamReady(reused: false)
+        whole.requestBodyComplete()
+        _ = whole.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(whole.responseComplete(), .none, "the body was whole: the exchange ends with its response")
+        XCTAssertFalse(whole.judgingRestOfRequestBody)
+        var plain = get()
+        _ = plain.upstreamReady(reused: false)
+        _ = plain.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(plain.responseComplete(), .none)
+    }
+
     // MARK: the exchange's deadline (request.timeout)
 
     func testDeadlineAnswersBeforeTheHeadCutsAfterItAndIsNeverRetried() {

@@ -56,6 +56,103 @@ final class ReachabilityTests: XCTestCase {
     }
 }
 
+/// The fail-fast circuit (issue #18, 2.3/2.4): no probes needed. A refusal opens it for
+/// `retryAfter`; then exactly one request is the trial while the others still fail fast; the
+/// trial's connection closes the circuit, its failure opens it again for another `retryAfter`;
+/// a trial that never reports is replaced after `retryAfter`.
+final class ReachabilityCircuitTests: XCTestCase {
+    func testClosedProceedsAndARefusalOpensTheCircuit() {
+        var r = Reachability(retryAfter: 1000)
+        XCTAssertEqual(r.circuit, .closed)
+        XCTAssertEqual(r.admit(now: 0), .proceed, "unknown: requests go upstream")
+        XCTAssertFalse(r.failsFast)
+        XCTAssertEqual(r.record(.refused("ECONNREFUSED"), now: 100)?.to, .unreachable)
+        XCTAssertEqual(r.circuit, .open(until: 1100))
+        XCTAssertTrue(r.failsFast)
+        XCTAssertEqual(r.admit(now: 100), .failFast)
+        XCTAssertEqual(r.admit(now: 1099), .failFast, "until retryAfter has passed")
+    }
+
+    func testAfterRetryAfterExactlyOneTrialThenSuccessClosesIt() {
+        var r = Reachability(retryAfter: 1000)
+        _ = r.record(.refused("ECONNREFUSED"), now: 0)
+        XCTAssertEqual(r.admit(now: 1000), .trial)
+        XCTAssertEqual(r.circuit, .halfOpen(trialUntil: 2000))
+        XCTAssertTrue(r.failsFast)
+        XCTAssertEqual(r.admit(now: 1001), .failFast, "one trial at a time")
+        XCTAssertEqual(r.admit(now: 1999), .failFast)
+        XCTAssertEqual(r.record(.connected, now: 1200)?.to, .reachable, "the trial's connection came up")
+        XCTAssertEqual(r.circuit, .closed)
+        XCTAssertFalse(r.failsFast)
+        XCTAssertEqual(r.admit(now: 1201), .proceed)
+    }
+
+    func testAFailedTrialOpensTheCircuitAgain() {
+        var r = Reachability(retryAfter: 1000)
+        _ = r.record(.refused("ECONNREFUSED"), now: 0)
+        XCTAssertEqual(r.admit(now: 1500), .trial)
+        XCTAssertNil(r.record(.refused("ECONNREFUSED"), now: 1600), "still unreachable: no transition")
+        XCTAssertEqual(r.circuit, .open(until: 2600))
+        XCTAssertEqual(r.admit(now: 2599), .failFast)
+        XCTAssertEqual(r.admit(now: 2600), .trial)
+
+        // One reset or timeout of a trial is enough (no threshold while unreachable).
+        XCTAssertNil(r.record(.failed("connect timed out"), now: 2700))
+        XCTAssertEqual(r.circuit, .open(until: 3700))
+        XCTAssertEqual(r.admit(now: 3000), .failFast)
+    }
+
+    func testATrialThatNeverReportsIsReplacedAfterRetryAfter() {
+        var r = Reachability(retryAfter: 1000)
+        _ = r.record(.refused("ECONNREFUSED"), now: 0)
+        XCTAssertEqual(r.admit(now: 1000), .trial)
+        XCTAssertEqual(r.admit(now: 1999), .failFast)
+        XCTAssertEqual(r.admit(now: 2000), .trial, "the first trial's client went away before its connect ended")
+        XCTAssertEqual(r.circuit, .halfOpen(trialUntil: 3000))
+    }
+
+    func testProbesOpenAndCloseTheCircuitAndUntrustedNeverOpensIt() {
+        var r = Reachability(retryAfter: 1000)
+        _ = r.record(.probeFailed("connection refused"), now: 10)
+        XCTAssertEqual(r.circuit, .open(until: 1010))
+        _ = r.record(.probeFailed("connection refused"), now: 500)
+        XCTAssertEqual(r.circuit, .open(until: 1500), "each failure seen while open restarts the wait")
+        _ = r.record(.probeSucceeded, now: 600)
+        XCTAssertEqual(r.circuit, .closed)
+
+        var u = Reachability(retryAfter: 1000)
+        _ = u.record(.probeUntrusted("pin-mismatch"), now: 1)
+        XCTAssertEqual(u.circuit, .closed)
+        XCTAssertEqual(u.admit(now: 2), .proceed, "an untrusted upstream's requests meet the real handshake")
+    }
+
+    func testResetsBelowTheThresholdKeepTheCircuitClosed() {
+        var r = Reachability(retryAfter: 1000)
+        _ = r.record(.connected, now: 1)
+        XCTAssertNil(r.record(.failed("reset"), now: 2))
+        XCTAssertNil(r.record(.failed("reset"), now: 3))
+        XCTAssertEqual(r.circuit, .closed)
+        XCTAssertEqual(r.admit(now: 4), .proceed)
+        XCTAssertEqual(r.record(.failed("reset"), now: 5)?.to, .unreachable, "the third in a row")
+        XCTAssertEqual(r.circuit, .open(until: 1005))
+    }
+
+    /// `/upstreams` shows `currentError` as `last_error`: nothing current once reachable again;
+    /// the failure stays as history (`lastError`, `lastErrorAt`).
+    func testTheCurrentErrorIsClearedOnRecovery() {
+        var r = Reachability(retryAfter: 1000)
+        XCTAssertNil(r.currentError)
+        XCTAssertNil(r.lastErrorAt)
+        _ = r.record(.refused("ECONNREFUSED"), now: 7)
+        XCTAssertEqual(r.currentError, "ECONNREFUSED")
+        XCTAssertEqual(r.lastErrorAt, 7)
+        _ = r.record(.connected, now: 9)
+        XCTAssertNil(r.currentError, "reachable: no current error")
+        XCTAssertEqual(r.lastError, "ECONNREFUSED")
+        XCTAssertEqual(r.lastErrorAt, 7)
+    }
+}
+
 /// The bounded LRU behind `origin` routes' per-host state: never more than its capacity,
 /// the least recently used entry goes first, and a read refreshes an entry.
 final class BoundedLRUTests: XCTestCase {

@@ -27,6 +27,34 @@ final class SessionConfigTests: XCTestCase {
         XCTAssertEqual(try AirlockConfig.load(yaml: c.renderYAML()), c)
     }
 
+    /// Issue #18 (2.4): no active probes unless asked; an interval turns them on and is the
+    /// default `retry_after`; `retry_after` alone keeps them off.
+    func testProbingIsOptInAndRetryAfterDefaultsToTheInterval() throws {
+        let d = try AirlockConfig.load(yaml: defaultRouteYAML)
+        XCTAssertEqual(d.reachability.probing, .off)
+        XCTAssertNil(d.reachability.probeInterval)
+        XCTAssertEqual(d.reachability.retryAfter, .seconds(5))
+        XCTAssertEqual(d.reachability.retryAfterSeconds, 5)
+        XCTAssertTrue(d.renderYAML().contains("  interval: off\n  retry_after: 5s\n"), d.renderYAML())
+        XCTAssertEqual(try AirlockConfig.load(yaml: d.renderYAML()), d)
+
+        let on = try AirlockConfig.load(yaml: "reachability: { interval: 2s }\n" + defaultRouteYAML)
+        XCTAssertEqual(on.reachability.probing, .on)
+        XCTAssertEqual(on.reachability.probeInterval, .seconds(2))
+        XCTAssertEqual(on.reachability.retryAfter, .seconds(2))
+        XCTAssertEqual(try AirlockConfig.load(yaml: on.renderYAML()), on)
+
+        let off = try AirlockConfig.load(yaml: "reachability: { interval: off, retry_after: 1500ms }\n" + defaultRouteYAML)
+        XCTAssertEqual(off.reachability.probing, .off)
+        XCTAssertEqual(off.reachability.retryAfter, .milliseconds(1500))
+        XCTAssertEqual(off.reachability.retryAfterSeconds, 2, "Retry-After is whole seconds, rounded up")
+        XCTAssertEqual(try AirlockConfig.load(yaml: off.renderYAML()), off)
+
+        assertSingleIssue("reachability: { retry_after: 50ms }\n" + defaultRouteYAML, at: "reachability.retry_after", contains: "100ms")
+        assertSingleIssue("reachability: { retry_after: later }\n" + defaultRouteYAML, at: "reachability.retry_after", contains: "duration")
+        assertSingleIssue("reachability: { interval: sometimes }\n" + defaultRouteYAML, at: "reachability.interval", contains: "off")
+    }
+
     func testBadValuesNameTheirKey() {
         assertSingleIssue("reachability: { interval: 10ms }\n" + defaultRouteYAML, at: "reachability.interval", contains: "100ms")
         assertSingleIssue("reachability: { interval: soon }\n" + defaultRouteYAML, at: "reachability.interval", contains: "duration")
