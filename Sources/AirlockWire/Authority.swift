@@ -43,7 +43,8 @@ struct Authority: Sendable, Equatable {
             throw WireError.quoting(code, "port required: ", bytes)
         }
         let hostBytes = UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd])
-        if hostBytes[0] != UInt8(ascii: "["), endsInANumber(hostBytes), !isIPv4(hostBytes) {
+        // Cheapest first: a dotted quad passes in one scan, a name fails isIPv4 at its first letter.
+        if hostBytes[0] != UInt8(ascii: "["), !isIPv4(hostBytes), endsInANumber(hostBytes) {
             throw WireError.quoting(.invalidHost, "not a plain dotted-quad IPv4 address: ", hostBytes)
         }
         let host = ByteClass.lowercasedString(hostBytes)
