@@ -117,24 +117,29 @@ struct Authority: Sendable, Equatable {
         return label.dropFirst(2).allSatisfy(ByteClass.isHexDigit)
     }
 
-    /// Four dec-octets 0–255 without leading zeros.
+    /// Four dec-octets 0–255 without leading zeros. Runs on every request's host (the number
+    /// check above), so it reads the bytes through a plain pointer with wrapping arithmetic.
     static func isIPv4(_ b: UnsafeRawBufferPointer) -> Bool {
+        let n = b.count
+        guard n >= 7, n <= 15, let base = b.baseAddress else { return false }
+        let p = base.assumingMemoryBound(to: UInt8.self)
         var parts = 0
         var i = 0
-        while i <= b.count {
+        while true {
             let start = i
-            var value = 0
-            while i < b.count && ByteClass.isDigit(b[i]) && i - start < 4 {
-                value = value * 10 + Int(b[i] &- 0x30)
-                i += 1
+            var value: UInt32 = 0
+            while i < n, i &- start < 4 {
+                let d = p[i] &- 0x30
+                if d > 9 { break }
+                value = value &* 10 &+ UInt32(d)
+                i &+= 1
             }
-            let len = i - start
-            guard (1...3).contains(len), value <= 255, len == 1 || b[start] != UInt8(ascii: "0") else { return false }
-            parts += 1
-            if i == b.count { break }
-            guard b[i] == UInt8(ascii: "."), parts < 4 else { return false }
-            i += 1
+            let len = i &- start
+            if len == 0 || len > 3 || value > 255 || (len > 1 && p[start] == 0x30) { return false }
+            parts &+= 1
+            if i == n { return parts == 4 }
+            if p[i] != UInt8(ascii: ".") || parts == 4 { return false }
+            i &+= 1
         }
-        return parts == 4
     }
 }
