@@ -69,7 +69,7 @@ extension ClientConnection {
     /// upstream connection goes now (closed: the request is incomplete) and the rest of the
     /// body is read and judged (`judgeRestOfRequestBody`) before the exchange is logged.
     func responseDelivered(_ ex: Exchange, upstreamReusable: Bool) {
-        guard ex.machine.responseComplete() == .judgeRestOfRequestBody else {
+        guard case .judgeRestOfRequestBody = ex.machine.responseComplete() else {
             endExchange(ex, .completed(upstreamReusable: upstreamReusable))
             return
         }
