@@ -18,14 +18,21 @@ BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
-APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography libnss3-tools
+APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography
+# Only `make test` needs these (Node, headless Chromium and its certutil, Python's venv).
+TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools
+# What the tests import, in a virtual environment of Debian's python3 (so a pyenv or another
+# python3 on PATH makes no difference): AirlockTesting's TLSFixtureScripts.python() uses it.
+TEST_VENV := .build/test-venv
+TEST_PY_PKGS := cryptography requests prometheus_client
 RELEASE_BIN := .build/release/airlock
 DEBUG_BIN   := .build/debug/airlock
 
-.PHONY: help setup check-swift build release run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
+.PHONY: help setup test-setup test-venv check-swift build release run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
 
 help:
 	@echo "make setup                      install missing apt packages: $(APT_PKGS)"
+	@echo "make test-setup                 setup, plus $(TEST_APT_PKGS) and the tests' Python ($(TEST_VENV))"
 	@echo "make build | release            swift build (debug) | swift build -c release"
 	@echo "make run [ARGS='--config F']    release build, then $(RELEASE_BIN) run ARGS"
 	@echo "make test                       swift build, swift test (serial), then check-build-context"
@@ -42,12 +49,10 @@ check-swift:
 	  echo "       install it and add its usr/bin to PATH (e.g. export PATH=/opt/swift/usr/bin:\$$PATH)." >&2; \
 	  exit 1; }
 
-setup: check-swift
-	@command -v dpkg-query >/dev/null 2>&1 || { \
-	  echo "error: dpkg-query not found; this Makefile installs packages on Debian/Ubuntu only." >&2; \
-	  echo "       Install by hand: $(APT_PKGS)" >&2; exit 1; }
-	@missing=(); \
-	for p in $(APT_PKGS); do \
+# Installs the missing Debian packages among $(1) (as root), or prints the command to run.
+define apt_install
+missing=(); \
+	for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$$p"); \
 	done; \
 	if [ $${#missing[@]} -gt 0 ]; then \
@@ -60,10 +65,40 @@ setup: check-swift
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get -o DPkg::Lock::Timeout=600 update; \
 	  apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "$${missing[@]}"; \
-	fi; \
+	fi
+endef
+
+setup: check-swift
+	@command -v dpkg-query >/dev/null 2>&1 || { \
+	  echo "error: dpkg-query not found; this Makefile installs packages on Debian/Ubuntu only." >&2; \
+	  echo "       Install by hand: $(APT_PKGS)" >&2; exit 1; }
+	@$(call apt_install,$(APT_PKGS)); \
 	pkg-config --exists libevent openssl liburing || { \
 	  echo "error: pkg-config cannot find libevent, openssl and/or liburing (libevent-dev, libssl-dev, liburing-dev)" >&2; exit 1; }; \
 	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing))"
+
+# What `make test` needs beyond the build: Node, Chromium, certutil, and the tests' Python.
+test-setup: setup
+	@$(call apt_install,$(TEST_APT_PKGS))
+	@$(MAKE) --no-print-directory test-venv
+
+# The tests' Python: Debian's python3 with its own packages visible (python3-cryptography), and
+# what PyPI adds; when PyPI cannot be reached, Debian's python3-requests and
+# python3-prometheus-client stand in. Fails unless every module imports.
+test-venv:
+	@py=$(TEST_VENV)/bin/python3; \
+	mods=$$(echo $(TEST_PY_PKGS) | tr ' ' ','); \
+	if [ -x "$$py" ] && "$$py" -c "import $$mods" 2>/dev/null; then echo "setup: $(TEST_VENV) ok"; exit 0; fi; \
+	mkdir -p .build; \
+	/usr/bin/python3 -m venv --system-site-packages $(TEST_VENV); \
+	"$$py" -m pip install --quiet --disable-pip-version-check $(TEST_PY_PKGS) || \
+	  echo "setup: pip install into $(TEST_VENV) failed; trying Debian's packages" >&2; \
+	if ! "$$py" -c "import $$mods" 2>/dev/null && [ "$$(id -u)" -eq 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+	    python3-requests python3-prometheus-client; \
+	fi; \
+	"$$py" -c "import $$mods" || { echo "error: $(TEST_VENV) cannot import $(TEST_PY_PKGS)" >&2; exit 1; }; \
+	echo "setup: $(TEST_VENV) ($$("$$py" --version)) imports $(TEST_PY_PKGS)"
 
 build: check-swift
 	$(SWIFT) build
@@ -76,7 +111,7 @@ run: setup release
 
 # Integration tests run the debug `airlock` binary, so build everything first.
 # Serial on purpose: tests start real servers and the machines have 2 cores.
-test: setup
+test: test-setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel --disable-swift-testing
 	$(MAKE) --no-print-directory check-build-context

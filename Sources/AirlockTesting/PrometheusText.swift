@@ -22,7 +22,7 @@ public struct PrometheusText: Sendable {
     /// Skips (fails under CI=true) when the interpreter cannot import `prometheus_client`.
     public static func requireParser(file: StaticString = #filePath, line: UInt = #line) throws {
         let r = try runProcess(TLSFixtureScripts.python(), ["-c", "import prometheus_client.parser"], timeout: 30)
-        try Requirement.check(r.exitCode == 0, "\(TLSFixtureScripts.python()) cannot import prometheus_client (pip install prometheus_client)",
+        try Requirement.check(r.exitCode == 0, "\(TLSFixtureScripts.python()) cannot import prometheus_client (make test-setup)",
                               file: file, line: line)
     }
 

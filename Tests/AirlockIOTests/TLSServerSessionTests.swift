@@ -169,14 +169,8 @@ final class TLSServerSessionTests: XCTestCase {
         return try runProcess("/usr/bin/openssl", args, timeout: 20)
     }
 
-    private static func python() -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for d in path.split(separator: ":") where access(String(d) + "/python3", X_OK) == 0 { return String(d) + "/python3" }
-        return "/usr/bin/python3"
-    }
-
     private static func python(_ script: String, _ args: [String], in dir: String) throws -> ProcessResult {
-        let py = Self.python()
+        let py = TLSFixtureScripts.python()
         try Requirement.tool(py)
         let path = dir + "/client-\(UUID().uuidString).py"
         try Data(script.utf8).write(to: URL(fileURLWithPath: path))

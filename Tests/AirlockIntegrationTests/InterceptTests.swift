@@ -109,6 +109,8 @@ final class InterceptTests: XCTestCase {
     }
 
     func testPythonRequestsWithRequestsCABundle() throws {
+        try Requirement.check(TLSFixtureScripts.canImport("requests"),
+                              "\(TLSFixtureScripts.python()) cannot import requests (make test-setup)")
         let o = try origin()
         let a = try gateway(o)
         let script = """
@@ -129,6 +131,8 @@ final class InterceptTests: XCTestCase {
     }
 
     func testNodeHTTPSOverAConnectSocketWithNodeExtraCACerts() throws {
+        try Requirement.check(["/usr/bin/node", "/usr/local/bin/node"].contains { FileManager.default.isExecutableFile(atPath: $0) },
+                              "no node (make test-setup installs nodejs)")
         let o = try origin()
         let a = try gateway(o)
         // Node's https has no proxy support of its own: a proxy agent's work, by hand — CONNECT
