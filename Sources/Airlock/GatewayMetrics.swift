@@ -72,7 +72,45 @@ final class GatewayMetrics: Sendable {
         for reason in ConnectionRefusal.allCases {
             text += "airlock_connections_refused_total{reason=\"\(reason.rawValue)\"} \(connectionsRefused(reason))\n"
         }
-        return registry.emitToBuffer() + Array(text.utf8)
+        return Self.withHelp(registry.emitToBuffer() + Array(text.utf8))
+    }
+
+    /// `# HELP` for every family (swift-metrics handles carry no help text, so it is added to
+    /// the exposition here): one line, what the family counts and its labels' meaning.
+    static let help: [String: String] = [
+        "airlock_requests_total": "Requests answered, by route and status class (route \"-\": before any route matched).",
+        "airlock_rejects_total": "Upstream responses rejected by the route's response validation, by reason.",
+        "airlock_untrusted_upstreams_total": "TLS upstreams refused by the route's security policy (or their handshake), by reason.",
+        "airlock_gateway_errors_total": "Errors Airlock answered itself, by route and error code.",
+        "airlock_egress_denied_total": "Requests whose target resolved to addresses the route's egress policy denies, by reason.",
+        "airlock_request_bytes_total": "Request body bytes received from clients, by route.",
+        "airlock_response_bytes_total": "Response body bytes sent to clients, by route.",
+        "airlock_tunnels_total": "CONNECT tunnels ended, by route and how they ended.",
+        "airlock_tunnel_bytes_total": "Bytes relayed through CONNECT tunnels, by route and direction (up: client to upstream).",
+        "airlock_tunnels_open": "CONNECT tunnels open now (connecting or relaying).",
+        "airlock_intercepts_total": "Intercepted CONNECTs, by route and result.",
+        "airlock_in_flight_requests": "Exchanges in flight now.",
+        "airlock_upstream_connections": "Upstream connections now, by route, upstream and state (idle in the pool, or active).",
+        "airlock_upstream_reachable": "Fixed upstream reachability: 1 reachable, 0 unreachable, -1 unknown.",
+        "airlock_upstream_connect_seconds": "Time to open a TCP connection to an upstream, by route.",
+        "airlock_upstream_tls_seconds": "Time of the TLS handshake with an upstream, by route.",
+        LatencyHistograms.firstByteName: "Time from a request's head to the first response byte sent to the client, by route.",
+        LatencyHistograms.totalName: "Time from a request's head to its last response byte, by route.",
+    ]
+
+    /// Adds a `# HELP` line before each `# TYPE` line that has none.
+    static func withHelp(_ exposition: [UInt8]) -> [UInt8] {
+        var out: [Substring] = []
+        var previous: Substring = ""
+        for line in String(decoding: exposition, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), !previous.hasPrefix("# HELP ") {
+                let name = line.dropFirst(7).prefix { $0 != " " }
+                if let text = help[String(name)] { out.append(Substring("# HELP \(name) \(text)")) }
+            }
+            out.append(line)
+            previous = line
+        }
+        return Array(out.joined(separator: "\n").utf8)
     }
 
     /// A client connection closed at accept.

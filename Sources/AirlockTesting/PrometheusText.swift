@@ -12,6 +12,8 @@ public struct PrometheusText: Sendable {
 
     /// Family name → type (`counter`, `gauge`, `histogram`).
     public let types: [String: String]
+    /// Family name → its `# HELP` text ("" when the family has none).
+    public let docs: [String: String]
     public let samples: [Sample]
 
     static var script: String {
@@ -39,6 +41,7 @@ public struct PrometheusText: Sendable {
             throw AirlockTestingError(.process, "prometheus_client could not parse the exposition: \(r.stderr)")
         }
         self.types = types
+        docs = root["docs"] as? [String: String] ?? [:]
         samples = raw.compactMap { s in
             guard let name = s["name"] as? String, let value = s["value"] as? Double else { return nil }
             return Sample(name: name, labels: s["labels"] as? [String: String] ?? [:], value: value)

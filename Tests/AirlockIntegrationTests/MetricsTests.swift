@@ -58,6 +58,11 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(before.types["airlock_requests"], "counter")
         XCTAssertEqual(before.types["airlock_request_duration_seconds"], "histogram")
         XCTAssertEqual(before.types["airlock_in_flight_requests"], "gauge")
+        // Every family says what it counts (# HELP, as the reference parser reads it).
+        XCTAssertGreaterThanOrEqual(before.docs.count, 15, "\(before.docs.keys.sorted())")
+        for (family, doc) in before.docs.sorted(by: { $0.key < $1.key }) {
+            XCTAssertFalse(doc.isEmpty, "\(family) has no # HELP")
+        }
         let ok0 = before.value("airlock_requests_total", ["route": "api", "status_class": "2xx"])
         XCTAssertEqual(ok0, 0)
 
