@@ -54,7 +54,9 @@ trap cleanup EXIT
 
 # In the chroot, with the image's PATH and nothing else from this environment.
 as_root() { chroot "$rootfs" env -i PATH="$IMAGE_PATH" "$@"; }
-as_user() { chroot --userspec="$user:$user" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ "$@"; }
+# USER is "uid:gid" (numeric, as Kubernetes' runAsNonRoot needs) or a name (its own group).
+userspec() { if [[ $user == *:* ]]; then echo "$user"; else echo "$user:$user"; fi; }
+as_user() { chroot --userspec="$(userspec)" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ "$@"; }
 json_words() { python3 -c 'import json, sys; print("\n".join(json.loads(sys.argv[1])))' "$1"; }
 # The integer field $2 of the first JSON log record in file $1 whose event is $3.
 log_field() {
@@ -153,7 +155,9 @@ done < <(python3 docker/check-build-context.py --print-stage runtime)
   || die "the runtime stage lacks one of COPY --from=build, USER (not root), EXPOSE, HEALTHCHECK, ENTRYPOINT, CMD"
 
 # ---- 3. checks ----
-uid=$(as_root id -u "$user") || die "no user $user in the image"
+[[ ${user%%:*} =~ ^[0-9]+$ ]] || die "USER $user is a name: runAsNonRoot cannot verify it (write USER uid:gid)"
+uid=${user%%:*}
+as_root getent passwd "$uid" >/dev/null || die "no user with uid $uid in the image"
 [ "$uid" -ne 0 ] || die "USER $user is root"
 
 readelf -S "$rootfs$binary" | grep -q '\.symtab' && die "$binary is not stripped (it has a .symtab)"
@@ -214,7 +218,7 @@ EOF
 chmod 0644 "$rootfs$config"
 
 # chroot and env exec, so $! is airlock's own pid (a shell function in the background would not be).
-chroot --userspec="$user:$user" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ \
+chroot --userspec="$(userspec)" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ \
   "${entry[@]}" "${args[@]}" >"$work/airlock.log" 2>"$work/airlock.err" &
 airlock_pid=$!
 pids+=("$airlock_pid")
@@ -268,7 +272,7 @@ for ((i = 0; i < ${#cmd[@]}; i++)); do
   if [ "${cmd[i]}" = --config ]; then i=$((i + 1)); else default_args+=("${cmd[i]}"); fi
 done
 rc=0
-timeout 10 chroot --userspec="$user:$user" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ \
+timeout 10 chroot --userspec="$(userspec)" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ \
   "${entry[@]}" "${default_args[@]}" >"$work/open.log" 2>"$work/open.err" || rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || die "${entry[*]} ${default_args[*]} was not refused (exit $rc)"
 grep -q allow_open_proxy "$work/open.err" || die "the refusal does not name allow_open_proxy: $(cat "$work/open.err")"
