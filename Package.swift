@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "AirlockSecurity", dependencies: ["AirlockWire"], swiftSettings: strict),
 
         // The only module that touches C.
-        .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
+        .target(name: "AirlockIO", dependencies: ["AirlockWire", "CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
 
         .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
 

@@ -1,5 +1,6 @@
 import CoreMetrics
 import AirlockSession
+import AirlockWire
 import Logging
 import Synchronization
 
