@@ -98,8 +98,8 @@ final class CACommandTests: XCTestCase {
         XCTAssertEqual(try airlock(["ca", "init", "--dir", certs]).exitCode, 0)
         let yaml = config(certificate: certs + "/airlock-ca.pem", key: certs + "/airlock-ca.key", extra: "  leaf_cache_size: 5")
         let loaded = try AirlockConfig.load(yaml: yaml)
-        let ca = try XCTUnwrap(loaded.ca)
-        XCTAssertEqual(ca.leafCacheSize, 5)
+        XCTAssertEqual(try XCTUnwrap(loaded.ca).leafCacheSize, 5)
+        let ca = try XCTUnwrap(OpenedConfig(opening: loaded).ca)
         XCTAssertTrue(ca.authority.subject.hasPrefix("CN=Airlock Local CA"))
         XCTAssertEqual(try ca.serverContext.leaf(for: "example.test").name, "example.test")
         XCTAssertEqual(try AirlockConfig.load(yaml: loaded.renderYAML()), loaded, loaded.renderYAML())
@@ -147,7 +147,7 @@ final class CACommandTests: XCTestCase {
         XCTAssertEqual(try airlock(["ca", "init", "--dir", other]).exitCode, 0)
         func issues(_ yaml: String) -> [String] {
             do {
-                _ = try AirlockConfig.load(yaml: yaml)
+                _ = try OpenedConfig(opening: AirlockConfig.load(yaml: yaml))
                 return []
             } catch let e as ConfigError {
                 return e.issues.map(\.description)

@@ -1,9 +1,8 @@
-public import AirlockIO
-
-/// `ca:` (top level): the local CA that signs the leaf certificates Airlock presents on
-/// intercepted CONNECT tunnels. Loading the configuration loads and checks the CA (key file
-/// private, a CA certificate, the key matching it); relative paths are taken from the
-/// working directory, as every other file path in the configuration.
+/// `ca:` (top level): the files of the local CA that signs the leaf certificates Airlock presents
+/// on intercepted CONNECT tunnels. Loading the configuration reads the paths; the gateway opens
+/// and checks the files at start (`OpenedConfig`: key file private, a CA certificate, the key
+/// matching it). Relative paths are taken from the working directory, as every other file path
+/// in the configuration.
 public struct CAConfig: Sendable, Equatable {
     /// `ca.certificate`: the CA certificate (PEM), the file clients are given to trust.
     public let certificate: String
@@ -11,29 +10,15 @@ public struct CAConfig: Sendable, Equatable {
     public let key: String
     /// `ca.leaf_cache_size`: minted leaves kept per name (least recently used forgotten first).
     public let leafCacheSize: Int
-    /// The loaded CA.
-    public let authority: CertificateAuthority
-    /// The TLS server context for intercepted tunnels (shared by all workers): pass it to
-    /// `Stream.startServerTLS(_:fallbackName:)`.
-    public let serverContext: TLSServerContext
 
     public static let leafCacheSizeRange = 1...1_000_000
+    /// `ca.leaf_cache_size` when absent.
+    public static let defaultLeafCacheSize = 1000
 
-    /// Loads and checks the CA. `IOError.code` says which file failed: `.caKey` or
-    /// `.caCertificate` (the message names the path).
-    public init(certificate: String, key: String,
-                leafCacheSize: Int = TLSServerContext.defaultLeafCacheSize) throws(IOError) {
+    public init(certificate: String, key: String, leafCacheSize: Int = CAConfig.defaultLeafCacheSize) {
         self.certificate = certificate
         self.key = key
         self.leafCacheSize = leafCacheSize
-        authority = try CertificateAuthority(certificateFile: certificate, keyFile: key)
-        serverContext = try TLSServerContext(authority: authority, leafCacheSize: leafCacheSize)
-    }
-
-    /// Equal when the same files hold the same CA.
-    public static func == (a: CAConfig, b: CAConfig) -> Bool {
-        a.certificate == b.certificate && a.key == b.key && a.leafCacheSize == b.leafCacheSize
-            && a.authority.fingerprint == b.authority.fingerprint
     }
 }
 
