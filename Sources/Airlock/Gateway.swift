@@ -1,3 +1,4 @@
+public import AirlockConfig
 import AirlockIO
 import Glibc
 public import Logging

@@ -1,3 +1,4 @@
+public import AirlockConfig
 public import AirlockIO
 import AirlockSecurity
 

@@ -1,4 +1,5 @@
 import Airlock
+import AirlockConfig
 import ArgumentParser
 
 /// `airlock check-config FILE`: validate and open the files it names, then print the effective config.

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// Loading a configuration reads the paths of the files it names and opens none of them: no
 /// OpenSSL at load. A CA or a pinned certificate that cannot be opened is reported when the

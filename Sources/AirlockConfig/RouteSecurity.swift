@@ -15,18 +15,19 @@ import Yams
 /// `completePolicy(certificates:certificatePins:)`; until then `needsCertificates` is true and
 /// `policy` may not be asked for.
 public struct RouteSecurity: Sendable, Equatable {
+    // The block's settings, for the policy and for rendering (the gateway reads `policy`).
     /// `pinning:`.
-    public var mode: PinningMode
+    var mode: PinningMode
     /// `pins:`, parsed.
-    public var pins: [Pin]
+    var pins: [Pin]
     /// `pin_scope:`.
-    public var pinScope: PinScope
+    var pinScope: PinScope
     /// `allow_invalid_certificates:`.
-    public var allowInvalidCertificates: Bool
+    var allowInvalidCertificates: Bool
     /// `validates_domain_name:`.
-    public var validatesDomainName: Bool
+    var validatesDomainName: Bool
     /// `min_security_level:`.
-    public var minimumSecurityLevel: Int
+    var minimumSecurityLevel: Int
     /// `ca:` bundles added to the system trust for this route.
     public var caFiles: [String]
     /// `certificates:` as written (files or folders).
