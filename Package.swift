@@ -49,15 +49,25 @@ let package = Package(
         .target(name: "AirlockSecurity", dependencies: ["AirlockWire"], swiftSettings: strict),
 
         // The only module that touches C.
-        .target(name: "AirlockIO", dependencies: ["CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
+        .target(name: "AirlockIO", dependencies: ["AirlockWire", "CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
 
         .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
+
+        // The YAML configuration: reading, validation, defaults, rendering. Pure (no AirlockIO):
+        // the gateway opens the files it names (Airlock's OpenedConfig).
+        .target(
+            name: "AirlockConfig",
+            dependencies: [
+                "AirlockWire", "AirlockSerialization", "AirlockSecurity",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
 
         .target(
             name: "Airlock",
             dependencies: [
-                "AirlockWire", "AirlockSerialization", "AirlockSecurity", "AirlockIO", "AirlockSession",
-                .product(name: "Yams", package: "Yams"),
+                "AirlockWire", "AirlockSerialization", "AirlockSecurity", "AirlockIO", "AirlockSession", "AirlockConfig",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -67,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "airlock",
             dependencies: [
-                "Airlock",
+                "Airlock", "AirlockConfig",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -81,7 +91,12 @@ let package = Package(
         .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity", "AirlockTesting"], swiftSettings: strict),
         .testTarget(name: "AirlockIOTests", dependencies: ["AirlockIO", "AirlockTesting"], swiftSettings: strict),
         .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession", "AirlockWire"], swiftSettings: strict),
-        .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "AirlockConfigTests",
+            dependencies: ["AirlockConfig", "AirlockSecurity", "AirlockSerialization"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "AirlockTests", dependencies: ["Airlock", "AirlockConfig", "AirlockTesting"], swiftSettings: strict),
         .testTarget(
             name: "AirlockIntegrationTests",
             dependencies: ["Airlock", "AirlockTesting", "AirlockWire"],

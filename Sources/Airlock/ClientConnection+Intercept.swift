@@ -1,3 +1,4 @@
+import AirlockConfig
 import AirlockIO
 import AirlockSession
 import AirlockWire
@@ -11,7 +12,7 @@ import AirlockWire
 extension ClientConnection {
     /// Called by `dispatchConnect` for an accepted CONNECT on an `intercept` route.
     func beginInterception(_ req: RequestHead, id: RequestID, peer: ConnectPeer) {
-        guard let context = worker.context.config.ca?.serverContext, case .authority(let host, let port) = req.target else {
+        guard let context = worker.context.ca?.serverContext, case .authority(let host, let port) = req.target else {
             // The configuration refuses intercept routes without a CA; kept fail-closed anyway.
             var e = GatewayError(.connectInterceptUnavailable, status: 501,
                                  message: "route \(peer.route.config.name) says connect: intercept, but no ca: is loaded",

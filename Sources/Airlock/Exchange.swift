@@ -1,3 +1,4 @@
+import AirlockConfig
 import AirlockSerialization
 import AirlockIO
 import AirlockSerialization

@@ -1,3 +1,4 @@
+public import AirlockConfig
 import AirlockIO
 import Glibc
 public import Logging
@@ -37,9 +38,11 @@ public final class Gateway: @unchecked Sendable {
     }
 
     /// Binds the listener (so the port is known and a bind failure is reported at once).
-    public init(config: AirlockConfig, logger: Logger) throws {
+    /// `opened`: the configuration with its files opened (`OpenedConfig(opening:)`).
+    public init(config opened: OpenedConfig, logger: Logger) throws {
         IORuntime.setUp()
         Self.routeLibeventLogs(to: logger)
+        let config = opened.config
         self.config = config
         self.logger = logger
         self.mainLoop = EventLoop(name: "acceptor")
@@ -51,7 +54,7 @@ public final class Gateway: @unchecked Sendable {
         let reachability = Reachabilities(config: config, logger: logger, metrics: metrics)
         // The admin listener first: its address joins the loop check every worker makes.
         try startAdmin(rejects: rejects, metrics: metrics, reachability: reachability)
-        let context = GatewayContext(config: config, logger: logger,
+        let context = GatewayContext(config: config, ca: opened.ca, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
                                      listenAddress: l.address, adminAddress: admin?.address,
                                      idPrefix: Self.randomHex(8), rejects: rejects,

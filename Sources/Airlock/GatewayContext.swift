@@ -1,9 +1,12 @@
+import AirlockConfig
 import AirlockIO
 import Logging
 
 /// What every worker shares, read-only: the configuration and the gateway's identity.
 struct GatewayContext: Sendable {
     let config: AirlockConfig
+    /// `ca:` opened: the local CA intercepted tunnels present leaves from; nil without one.
+    let ca: OpenedCA?
     let logger: Logger
     /// The `Via` pseudonym of this process; seeing it on an incoming request means a loop.
     let viaToken: String
@@ -25,7 +28,7 @@ struct GatewayContext: Sendable {
     /// The proxy and admin listeners' bound addresses: never a target (508).
     let ownListeners: OwnListeners
 
-    init(config: AirlockConfig, logger: Logger, viaToken: String, listenAddress: SocketAddress,
+    init(config: AirlockConfig, ca: OpenedCA? = nil, logger: Logger, viaToken: String, listenAddress: SocketAddress,
          adminAddress: SocketAddress? = nil, idPrefix: String,
          rejects: RejectLog, metrics: GatewayMetrics, reachability: Reachabilities) {
         self.ownListeners = OwnListeners([listenAddress] + (adminAddress.map { [$0] } ?? []),
@@ -35,6 +38,7 @@ struct GatewayContext: Sendable {
         self.reachability = reachability
         self.tls = TLSContexts()
         self.config = config
+        self.ca = ca
         self.logger = logger
         self.viaToken = viaToken
         self.via11 = "1.1 \(viaToken)"

@@ -148,22 +148,13 @@ struct GatewayError: Error, Sendable {
     }
 }
 
+/// JSON strings in response bodies (error bodies here, the admin API's documents): AirlockWire's
+/// `JSONString` in its `.document` style.
 enum JSON {
     static func appendString(_ value: String, to out: inout String) {
-        out.append("\"")
-        for u in value.unicodeScalars {
-            switch u {
-            case "\"": out.append("\\\"")
-            case "\\": out.append("\\\\")
-            case "\n": out.append("\\n")
-            case "\r": out.append("\\r")
-            case "\t": out.append("\\t")
-            case _ where u.value < 0x20 || u.value == 0x7F:
-                let hex = String(u.value, radix: 16)
-                out.append("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        out.append("\"")
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count + 2)
+        JSONString.appendQuoted(value, to: &bytes, style: .document)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -1,3 +1,4 @@
+import AirlockConfig
 import AirlockSession
 import CoreMetrics
 import Prometheus

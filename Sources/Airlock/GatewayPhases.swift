@@ -1,3 +1,4 @@
+import AirlockConfig
 import CoreMetrics
 import AirlockIO
 import AirlockSecurity

@@ -1,3 +1,4 @@
+import AirlockConfig
 import AirlockIO
 import AirlockSecurity
 import AirlockSession

@@ -1,3 +1,4 @@
+import AirlockConfig
 import AirlockSecurity
 import AirlockSerialization
 import AirlockSession

@@ -1,3 +1,4 @@
+import AirlockConfig
 import Synchronization
 import AirlockIO
 import AirlockSecurity

@@ -1,5 +1,7 @@
+import AirlockConfig
 import CoreMetrics
 import AirlockSession
+import AirlockWire
 import Logging
 import Synchronization
 

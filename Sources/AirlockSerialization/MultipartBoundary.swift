@@ -1,3 +1,5 @@
+import AirlockWire
+
 /// The boundary of a `multipart/form-data` body, read from its Content-Type.
 ///
 /// - The media type is `multipart/form-data`, compared without case; anything else is not
@@ -37,12 +39,12 @@ public struct MultipartBoundary: Sendable, Equatable, CustomStringConvertible {
 
     public static func isFormData(contentType: UnsafeRawBufferPointer) -> Bool {
         var i = 0
-        while i < contentType.count && MultipartSyntax.isWhitespace(contentType[i]) { i += 1 }
+        while i < contentType.count && ByteClass.isWhitespace(contentType[i]) { i += 1 }
         let start = i
         while i < contentType.count && MultipartSyntax.isMediaTypeByte(contentType[i]) { i += 1 }
         let item = start..<i
-        while i < contentType.count && MultipartSyntax.isWhitespace(contentType[i]) { i += 1 }
-        guard i == contentType.count || contentType[i] == MultipartSyntax.semicolon else { return false }
+        while i < contentType.count && ByteClass.isWhitespace(contentType[i]) { i += 1 }
+        guard i == contentType.count || contentType[i] == ByteClass.semicolon else { return false }
         return MultipartSyntax.equalsIgnoringCase(contentType, item, "multipart/form-data")
     }
 
@@ -56,10 +58,10 @@ public struct MultipartBoundary: Sendable, Equatable, CustomStringConvertible {
         guard (1...maxLength).contains(boundary.count) else {
             throw .badBoundary("has \(boundary.count) characters, not 1 to \(maxLength)")
         }
-        guard boundary.allSatisfy({ MultipartSyntax.isBcharNoSpace($0) || $0 == MultipartSyntax.sp }) else {
+        guard boundary.allSatisfy({ MultipartSyntax.isBcharNoSpace($0) || $0 == ByteClass.sp }) else {
             throw .badBoundary("has a character outside RFC 2046 bchars")
         }
-        guard boundary.last != MultipartSyntax.sp else { throw .badBoundary("ends with a space") }
+        guard boundary.last != ByteClass.sp else { throw .badBoundary("ends with a space") }
         return boundary
     }
 }

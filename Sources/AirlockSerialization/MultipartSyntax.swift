@@ -1,35 +1,14 @@
+import AirlockWire
+
 /// Byte classes and the `value *( ";" name "=" value )` shape shared by a multipart body's
-/// Content-Type (`MultipartBoundary`) and each part's Content-Disposition (`MultipartValidator`).
+/// Content-Type (`MultipartBoundary`) and each part's Content-Disposition (`MultipartValidator`),
+/// over AirlockWire's `ByteClass`.
 /// Internal; bytes in, ranges and byte arrays out, no `String` per byte.
 enum MultipartSyntax {
-    static let cr: UInt8 = 0x0D
-    static let lf: UInt8 = 0x0A
-    static let sp: UInt8 = 0x20
-    static let htab: UInt8 = 0x09
+    // CR, LF, SP, HTAB, `:`, `;`, `=`, DQUOTE, backslash, whitespace, tchar and lower-casing are
+    // AirlockWire's `ByteClass`; only the multipart-specific classes are here.
     static let dash: UInt8 = 0x2D
-    static let colon: UInt8 = 0x3A
-    static let semicolon: UInt8 = 0x3B
-    static let equals: UInt8 = 0x3D
-    static let dquote: UInt8 = 0x22
-    static let backslash: UInt8 = 0x5C
     static let slash: UInt8 = 0x2F
-
-    @inline(__always)
-    static func isWhitespace(_ b: UInt8) -> Bool { b == sp || b == htab }
-
-    /// ASCII letter to lower case; other bytes unchanged.
-    @inline(__always)
-    static func lower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
-
-    /// RFC 9110 tchar: `!#$%&'*+-.^_`|~`, DIGIT, ALPHA.
-    @inline(__always)
-    static func isTchar(_ b: UInt8) -> Bool {
-        switch b {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-        case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: true
-        default: false
-        }
-    }
 
     /// RFC 2046 §5.1.1 bcharsnospace: DIGIT, ALPHA, `'()+_,-./:=?`.
     @inline(__always)
@@ -43,11 +22,11 @@ enum MultipartSyntax {
 
     /// A byte of `type/subtype`: a tchar or `/`.
     @inline(__always)
-    static func isMediaTypeByte(_ b: UInt8) -> Bool { isTchar(b) || b == slash }
+    static func isMediaTypeByte(_ b: UInt8) -> Bool { ByteClass.isTchar(b) || b == slash }
 
     /// A control byte that may not appear in a field value (everything below SP but HTAB, and DEL).
     @inline(__always)
-    static func isControl(_ b: UInt8) -> Bool { (b < sp && b != htab) || b == 0x7F }
+    static func isControl(_ b: UInt8) -> Bool { (b < ByteClass.sp && b != ByteClass.htab) || b == 0x7F }
 
     /// True when `bytes[range]` equals the lower-case ASCII `lowercase`, ignoring case.
     static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString)
@@ -55,7 +34,7 @@ enum MultipartSyntax {
     {
         guard range.count == lowercase.utf8CodeUnitCount else { return false }
         let expected = lowercase.utf8Start
-        for (k, i) in range.enumerated() where lower(bytes[i]) != expected[k] { return false }
+        for (k, i) in range.enumerated() where ByteClass.lower(bytes[i]) != expected[k] { return false }
         return true
     }
 
@@ -89,16 +68,16 @@ enum MultipartSyntax {
         var result = Parameterized(item: itemStart..<i, parameters: [])
         skipWhitespace(bytes, &i)
         while i < n {
-            guard bytes[i] == semicolon else { return nil }
+            guard bytes[i] == ByteClass.semicolon else { return nil }
             i += 1
             skipWhitespace(bytes, &i)
-            if i == n || bytes[i] == semicolon { continue }
+            if i == n || bytes[i] == ByteClass.semicolon { continue }
             let nameStart = i
-            while i < n && isTchar(bytes[i]) { i += 1 }
+            while i < n && ByteClass.isTchar(bytes[i]) { i += 1 }
             guard i > nameStart else { return nil }
             let name = nameStart..<i
             skipWhitespace(bytes, &i)
-            guard i < n && bytes[i] == equals else { return nil }
+            guard i < n && bytes[i] == ByteClass.equals else { return nil }
             i += 1
             skipWhitespace(bytes, &i)
             guard let value = parameterValue(bytes, &i) else { return nil }
@@ -112,21 +91,21 @@ enum MultipartSyntax {
     private static func parameterValue(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) -> [UInt8]? {
         let n = bytes.count
         guard i < n else { return nil }
-        if bytes[i] != dquote {
+        if bytes[i] != ByteClass.dquote {
             let start = i
-            while i < n && isTchar(bytes[i]) { i += 1 }
+            while i < n && ByteClass.isTchar(bytes[i]) { i += 1 }
             return i > start ? Array(bytes[start..<i]) : nil
         }
         i += 1
         var value: [UInt8] = []
         while i < n {
             let b = bytes[i]
-            if b == dquote {
+            if b == ByteClass.dquote {
                 i += 1
                 return value
             }
             if isControl(b) { return nil }
-            if b == backslash {
+            if b == ByteClass.backslash {
                 i += 1
                 guard i < n, !isControl(bytes[i]) else { return nil }
             }
@@ -137,6 +116,6 @@ enum MultipartSyntax {
     }
 
     private static func skipWhitespace(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) {
-        while i < bytes.count && isWhitespace(bytes[i]) { i += 1 }
+        while i < bytes.count && ByteClass.isWhitespace(bytes[i]) { i += 1 }
     }
 }

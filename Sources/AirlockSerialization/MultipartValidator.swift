@@ -1,3 +1,5 @@
+import AirlockWire
+
 /// Checks a `multipart/form-data` body while it streams (RFC 2046 §5.1.1, RFC 7578), so that the
 /// relay can abort a broken body before its last byte reaches the upstream.
 ///
@@ -76,7 +78,7 @@ public struct MultipartValidator: Sendable {
     private var disposition: [UInt8] = []
 
     public init(boundary: MultipartBoundary, limits: Limits = Limits()) {
-        self.delimiter = [MultipartSyntax.cr, MultipartSyntax.lf, MultipartSyntax.dash, MultipartSyntax.dash]
+        self.delimiter = [ByteClass.cr, ByteClass.lf, MultipartSyntax.dash, MultipartSyntax.dash]
             + boundary.bytes
         self.limits = limits
     }
@@ -164,7 +166,7 @@ public struct MultipartValidator: Sendable {
         return delimiter.withUnsafeBufferPointer { pattern in
             while i < n {
                 if matched == 0 {
-                    while i < n && bytes[i] != MultipartSyntax.cr { i += 1 }
+                    while i < n && bytes[i] != ByteClass.cr { i += 1 }
                     guard i < n else { break }
                 }
                 let b = bytes[i]
@@ -178,7 +180,7 @@ public struct MultipartValidator: Sendable {
                     }
                 } else {
                     // No boundary byte is CR, so a mismatch restarts the match at this byte.
-                    matched = b == MultipartSyntax.cr ? 1 : 0
+                    matched = b == ByteClass.cr ? 1 : 0
                 }
             }
             return i
@@ -199,7 +201,7 @@ public struct MultipartValidator: Sendable {
         case .padding:
             afterDelimiter(b, at: offset)
         case .delimiterCR:
-            guard b == MultipartSyntax.lf else { return state = .invalid(.badLineEnding(at: offset)) }
+            guard b == ByteClass.lf else { return state = .invalid(.badLineEnding(at: offset)) }
             parts += 1
             guard parts <= limits.maxParts else { return state = .invalid(.tooManyParts(limit: limits.maxParts)) }
             headerBytes = 0
@@ -218,11 +220,11 @@ public struct MultipartValidator: Sendable {
 
     /// Padding or CRLF after a delimiter that is not the close delimiter.
     private mutating func afterDelimiter(_ b: UInt8, at offset: Int) {
-        if MultipartSyntax.isWhitespace(b) {
+        if ByteClass.isWhitespace(b) {
             state = .padding
-        } else if b == MultipartSyntax.cr {
+        } else if b == ByteClass.cr {
             state = .delimiterCR
-        } else if b == MultipartSyntax.lf {
+        } else if b == ByteClass.lf {
             state = .invalid(.badLineEnding(at: offset))
         } else {
             state = .invalid(.badDelimiter(at: offset))
@@ -237,13 +239,13 @@ public struct MultipartValidator: Sendable {
     private mutating func header(_ b: UInt8, at offset: Int) {
         switch state {
         case .headerLineStart:
-            if b == MultipartSyntax.cr {
+            if b == ByteClass.cr {
                 state = .headersEndCR
-            } else if b == MultipartSyntax.lf {
+            } else if b == ByteClass.lf {
                 state = .invalid(.badLineEnding(at: offset))
-            } else if MultipartSyntax.isWhitespace(b) {
+            } else if ByteClass.isWhitespace(b) {
                 state = .invalid(.badHeader("line is folded", at: offset))
-            } else if MultipartSyntax.isTchar(b) {
+            } else if ByteClass.isTchar(b) {
                 nameMatched = 0
                 matchName(b)
                 state = .headerName
@@ -251,9 +253,9 @@ public struct MultipartValidator: Sendable {
                 state = .invalid(.badHeader("name is not a token", at: offset))
             }
         case .headerName:
-            if MultipartSyntax.isTchar(b) {
+            if ByteClass.isTchar(b) {
                 matchName(b)
-            } else if b == MultipartSyntax.colon {
+            } else if b == ByteClass.colon {
                 if nameMatched == Self.dispositionName.utf8CodeUnitCount {
                     guard !sawDisposition else {
                         return state = .invalid(.badDisposition("is given twice", part: parts, at: offset))
@@ -262,15 +264,15 @@ public struct MultipartValidator: Sendable {
                     disposition.removeAll(keepingCapacity: true)
                 }
                 state = .headerValue
-            } else if b == MultipartSyntax.cr || b == MultipartSyntax.lf {
+            } else if b == ByteClass.cr || b == ByteClass.lf {
                 state = .invalid(.badHeader("line has no colon", at: offset))
             } else {
                 state = .invalid(.badHeader("name is not a token", at: offset))
             }
         case .headerValue:
-            if b == MultipartSyntax.cr {
+            if b == ByteClass.cr {
                 state = .headerCR
-            } else if b == MultipartSyntax.lf {
+            } else if b == ByteClass.lf {
                 state = .invalid(.badLineEnding(at: offset))
             } else if MultipartSyntax.isControl(b) {
                 state = .invalid(.badHeader("value has a control byte", at: offset))
@@ -278,7 +280,7 @@ public struct MultipartValidator: Sendable {
                 disposition.append(b)
             }
         case .headerCR:
-            guard b == MultipartSyntax.lf else { return state = .invalid(.badLineEnding(at: offset)) }
+            guard b == ByteClass.lf else { return state = .invalid(.badLineEnding(at: offset)) }
             state = .headerLineStart
             if inDisposition {
                 inDisposition = false
@@ -288,7 +290,7 @@ public struct MultipartValidator: Sendable {
                 }
             }
         case .headersEndCR:
-            guard b == MultipartSyntax.lf else { return state = .invalid(.badLineEnding(at: offset)) }
+            guard b == ByteClass.lf else { return state = .invalid(.badLineEnding(at: offset)) }
             guard sawDisposition else { return state = .invalid(.noDisposition(part: parts, at: offset)) }
             matched = 0
             state = .content
@@ -301,7 +303,7 @@ public struct MultipartValidator: Sendable {
     private mutating func matchName(_ b: UInt8) {
         let name = Self.dispositionName
         if nameMatched >= 0 && nameMatched < name.utf8CodeUnitCount
-            && MultipartSyntax.lower(b) == name.utf8Start[nameMatched]
+            && ByteClass.lower(b) == name.utf8Start[nameMatched]
         {
             nameMatched += 1
         } else {

@@ -1,16 +1,18 @@
 /// Byte classes from RFC 9110 / RFC 3986, as switch-based predicates the optimiser folds into
-/// range checks. Internal: the parsers' only vocabulary for "is this byte allowed here".
-enum ByteClass {
-    static let cr: UInt8 = 0x0D
-    static let lf: UInt8 = 0x0A
-    static let sp: UInt8 = 0x20
-    static let htab: UInt8 = 0x09
-    static let colon: UInt8 = 0x3A
+/// range checks: the parsers' only vocabulary for "is this byte allowed here". The constants and
+/// the predicates other modules' byte scanners share (AirlockSerialization's multipart syntax)
+/// are public and `@inlinable`, so they fold there as they do here.
+public enum ByteClass {
+    public static let cr: UInt8 = 0x0D
+    public static let lf: UInt8 = 0x0A
+    public static let sp: UInt8 = 0x20
+    public static let htab: UInt8 = 0x09
+    public static let colon: UInt8 = 0x3A
     static let comma: UInt8 = 0x2C
-    static let semicolon: UInt8 = 0x3B
-    static let equals: UInt8 = 0x3D
-    static let dquote: UInt8 = 0x22
-    static let backslash: UInt8 = 0x5C
+    public static let semicolon: UInt8 = 0x3B
+    public static let equals: UInt8 = 0x3D
+    public static let dquote: UInt8 = 0x22
+    public static let backslash: UInt8 = 0x5C
 
     @inline(__always)
     static func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
@@ -26,26 +28,26 @@ enum ByteClass {
     static func hexValue(_ b: UInt8) -> UInt8 { isDigit(b) ? b &- 0x30 : (b | 0x20) &- 0x61 &+ 10 }
 
     /// SP or HTAB (RFC 9110 OWS/BWS/RWS).
-    @inline(__always)
-    static func isWhitespace(_ b: UInt8) -> Bool { b == sp || b == htab }
+    @inlinable @inline(__always)
+    public static func isWhitespace(_ b: UInt8) -> Bool { b == sp || b == htab }
 
     /// ASCII letter to lower case; other bytes unchanged.
-    @inline(__always)
-    static func lower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
+    @inlinable @inline(__always)
+    public static func lower(_ b: UInt8) -> UInt8 { b &- 0x41 < 26 ? b | 0x20 : b }
 
     /// RFC 9110 tchar: `!#$%&'*+-.^_`|~`, DIGIT, ALPHA. One bit per byte value below 128 (no
     /// tchar is above): `tcharLow` for 0x00–0x3F, `tcharHigh` for 0x40–0x7F.
-    @inline(__always)
-    static func isTchar(_ b: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    public static func isTchar(_ b: UInt8) -> Bool {
         let mask = b < 64 ? tcharLow : (b < 128 ? tcharHigh : 0)
         return (mask >> UInt64(b & 63)) & 1 != 0
     }
 
     /// `! # $ % & ' * + - .` and `0`–`9`.
-    static let tcharLow: UInt64 = (1 << 0x21) | (1 << 0x23) | (1 << 0x24) | (1 << 0x25) | (1 << 0x26)
+    @usableFromInline static let tcharLow: UInt64 = (1 << 0x21) | (1 << 0x23) | (1 << 0x24) | (1 << 0x25) | (1 << 0x26)
         | (1 << 0x27) | (1 << 0x2A) | (1 << 0x2B) | (1 << 0x2D) | (1 << 0x2E) | (0x3FF << 0x30)
     /// `A`–`Z`, `^ _ \``, `a`–`z`, `|`, `~` (bit k is byte 0x40 + k).
-    static let tcharHigh: UInt64 = (0x3FFFFFF << 1) | (1 << 0x1E) | (1 << 0x1F) | (1 << 0x20)
+    @usableFromInline static let tcharHigh: UInt64 = (0x3FFFFFF << 1) | (1 << 0x1E) | (1 << 0x1F) | (1 << 0x20)
         | (0x3FFFFFF << 0x21) | (1 << 0x3C) | (1 << 0x3E)
 
     /// True when every byte is a tchar (a valid, non-empty field name or method has only these).

@@ -1,4 +1,5 @@
 import Airlock
+import AirlockConfig
 import ArgumentParser
 import Foundation
 

@@ -1,7 +1,8 @@
 import Airlock
+import AirlockConfig
 import ArgumentParser
 
-/// `airlock check-config FILE`: validate, then print the effective config.
+/// `airlock check-config FILE`: validate and open the files it names, then print the effective config.
 struct CheckConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
@@ -17,8 +18,8 @@ struct CheckConfigCommand: ParsableCommand {
 
     func run() throws {
         do {
-            let config = try AirlockConfig.load(file: file)
-            print(config.renderYAML(), terminator: "")
+            let opened = try OpenedConfig(opening: AirlockConfig.load(file: file))
+            print(opened.config.renderYAML(), terminator: "")
         } catch let error as ConfigError {
             printIssues(error)
             throw ExitCode.failure

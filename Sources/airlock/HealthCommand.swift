@@ -1,4 +1,5 @@
 import Airlock
+import AirlockConfig
 import ArgumentParser
 
 /// `airlock health`: exit 0 only if a running Airlock's admin listener answers `GET /healthz`

@@ -1,4 +1,5 @@
 import Airlock
+import AirlockConfig
 import ArgumentParser
 
 /// `airlock rejects`: the last rejected responses, from a running gateway's admin listener.

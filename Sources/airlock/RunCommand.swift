@@ -1,4 +1,5 @@
 import Airlock
+import AirlockConfig
 import ArgumentParser
 import Logging
 
@@ -35,14 +36,15 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         AirlockLogging.bootstrap(level: logLevel.level)
         let logger = Logger(label: "airlock")
-        let effective: AirlockConfig
+        let opened: OpenedConfig
         do {
-            effective = try loadConfig()
+            opened = try OpenedConfig(opening: loadConfig())
         } catch let error as ConfigError {
             AirlockLogging.logStartFailure(error, to: logger)
             printIssues(error)
             throw ExitCode.failure
         }
+        let effective = opened.config
 
         logger.info("airlock.config", metadata: [
             "source": .string(config ?? "embedded default"),
@@ -55,7 +57,7 @@ struct RunCommand: ParsableCommand {
         }
 
         do {
-            let gateway = try Gateway(config: effective, logger: logger)
+            let gateway = try Gateway(config: opened, logger: logger)
             try gateway.run()
         } catch {
             AirlockLogging.logStartFailure(error, to: logger)
@@ -65,7 +67,8 @@ struct RunCommand: ParsableCommand {
     }
 
     /// The file or the embedded default, with command-line overrides applied
-    /// and validated again (an override can make a config unsafe).
+    /// and validated again (an override can make a config unsafe). `run()` then opens the files
+    /// it names (`OpenedConfig`).
     private func loadConfig() throws -> AirlockConfig {
         var loaded = try config.map { try AirlockConfig.load(file: $0) } ?? AirlockConfig.embeddedDefault
         if let listen, let address = ListenAddress(listen) {

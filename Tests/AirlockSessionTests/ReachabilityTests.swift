@@ -152,31 +152,3 @@ final class ReachabilityCircuitTests: XCTestCase {
         XCTAssertEqual(r.lastErrorAt, 7)
     }
 }
-
-/// The bounded LRU behind `origin` routes' per-host state: never more than its capacity,
-/// the least recently used entry goes first, and a read refreshes an entry.
-final class BoundedLRUTests: XCTestCase {
-    func testEvictsTheLeastRecentlyUsedAndStaysBounded() {
-        var lru = BoundedLRU<String, Int>(capacity: 3)
-        for k in ["a", "b", "c"] { XCTAssertNil(lru.update(k, default: { 0 }) { $0 += 1 }.evicted) }
-        XCTAssertEqual(lru.get("a"), 1)   // a is now the most recent; b the oldest
-        XCTAssertEqual(lru.update("d", default: { 0 }) { $0 += 1 }.evicted, "b")
-        XCTAssertNil(lru.peek("b"))
-        XCTAssertEqual(lru.entries.map(\.0), ["d", "a", "c"])
-        XCTAssertEqual(lru.update("c", default: { 0 }) { $0 += 5 }.evicted, nil, "an update of a present key evicts nothing")
-        XCTAssertEqual(lru.peek("c"), 6)
-        XCTAssertEqual(lru.entries.map(\.0), ["c", "d", "a"])
-        for i in 0..<1000 { lru.update("host\(i)", default: { i }) { _ in } }
-        XCTAssertEqual(lru.count, 3)
-        XCTAssertEqual(lru.entries.map(\.0), ["host999", "host998", "host997"])
-        XCTAssertEqual(lru.entries.map(\.1), [999, 998, 997])
-    }
-
-    func testCapacityOne() {
-        var lru = BoundedLRU<Int, String>(capacity: 1)
-        lru.update(1, default: { "one" }) { _ in }
-        XCTAssertEqual(lru.update(2, default: { "two" }) { _ in }.evicted, 1)
-        XCTAssertEqual(lru.entries.map(\.1), ["two"])
-        XCTAssertEqual(lru.count, 1)
-    }
-}

@@ -1,4 +1,5 @@
 #if canImport(FoundationEssentials)
+public import AirlockConfig
 import FoundationEssentials
 #else
 import Foundation

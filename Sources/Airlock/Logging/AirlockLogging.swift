@@ -1,3 +1,4 @@
+import AirlockConfig
 public import Logging
 import Synchronization
 

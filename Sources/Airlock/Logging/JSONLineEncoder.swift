@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import AirlockWire
 import Logging
 
 /// Builds one JSON log line as UTF-8 bytes, by hand: no JSONEncoder, no
@@ -28,46 +29,16 @@ struct JSONLineEncoder {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// `"text"` with JSON escaping: `"` and `\` escaped, control characters
-    /// (and DEL, U+2028, U+2029) as `\u00XX`. Swift strings are valid Unicode,
-    /// so everything else is copied through as valid UTF-8.
+    /// `"text"` escaped for a log line (`JSONString.Style.log`): `"` and `\` escaped, control
+    /// characters (and DEL, U+2028, U+2029) as `\u00XX`/`\u20XX`. Swift strings are valid
+    /// Unicode, so everything else is copied through as valid UTF-8.
     mutating func appendString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        appendStringContents(text)
-        bytes.append(UInt8(ascii: "\""))
+        JSONString.appendQuoted(text, to: &bytes, style: .log)
     }
 
     /// `text` escaped as in `appendString`, without the quotes.
     mutating func appendStringContents(_ text: String) {
-        // Most strings need no escaping: checked and copied as one run of bytes.
-        let copied = text.utf8.withContiguousStorageIfAvailable { run -> Bool in
-            for byte in run where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xE2 {
-                return false
-            }
-            bytes.append(contentsOf: run)
-            return true
-        }
-        if copied == true { return }
-        var utf8 = text.utf8.makeIterator()
-        while let byte = utf8.next() {
-            switch byte {
-            case UInt8(ascii: "\""): append("\\\"")
-            case UInt8(ascii: "\\"): append("\\\\")
-            case 0x00..<0x20, 0x7F: appendUnicodeEscape(UInt16(byte))
-            case 0xE2:
-                // U+2028 / U+2029 are E2 80 A8 / E2 80 A9: legal JSON, but
-                // they break line-oriented and JavaScript consumers.
-                let second = utf8.next(), third = utf8.next()
-                if second == 0x80, let third, third == 0xA8 || third == 0xA9 {
-                    appendUnicodeEscape(third == 0xA8 ? 0x2028 : 0x2029)
-                } else {
-                    bytes.append(byte)
-                    if let second { bytes.append(second) }
-                    if let third { bytes.append(third) }
-                }
-            default: bytes.append(byte)
-            }
-        }
+        JSONString.appendEscaped(text, to: &bytes, style: .log)
     }
 
     /// An integer in decimal, as `String(describing:)` writes it, without a String.
@@ -98,13 +69,6 @@ struct JSONLineEncoder {
         while shift >= 0 {
             bytes.append(Self.hexDigits[Int((value >> UInt64(shift)) & 0xF)])
             shift -= 4
-        }
-    }
-
-    private mutating func appendUnicodeEscape(_ value: UInt16) {
-        append("\\u")
-        for shift in stride(from: 12, through: 0, by: -4) {
-            bytes.append(Self.hexDigits[Int((value >> UInt16(shift)) & 0xF)])
         }
     }
 

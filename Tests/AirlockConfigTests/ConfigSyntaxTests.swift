@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 final class ConfigSyntaxTests: XCTestCase {
     func testDurationParsing() {

@@ -1,6 +1,6 @@
 import AirlockSerialization
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// The `request:` block of a route (issue #13): read, defaulted, refused and rendered.
 final class RequestConfigTests: XCTestCase {

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// Runs the built `airlock` executable, which `swift test` builds beside the test bundle.
 final class CheckConfigCLITests: XCTestCase {

@@ -30,7 +30,7 @@ public struct RouteConfig: Sendable, Equatable {
         didSet { validator = response?.makeValidator() }
     }
     /// Built once from `response`, so a request on a route without one costs a nil check.
-    private(set) var validator: (any ResponseValidator)?
+    public private(set) var validator: (any ResponseValidator)?
 
     public init(name: String, host: HostPattern, pathPrefix: String? = nil, upstream: Upstream,
                 security: RouteSecurity = .default, request: RequestSerializationConfig? = nil,

@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// `connect:`, `connect_ports:`, `match.port` and `limits.tunnel_idle_timeout`: parsed, refused
 /// at load with the key named, rendered by check-config and read back equal; CONNECT route
@@ -103,9 +103,22 @@ final class ConnectConfigTests: XCTestCase {
         path.pathPrefix = "/v1"
         XCTAssertFalse(path.matchesConnect(host: "x.test", port: 443), "a route with a path never takes CONNECT")
         XCTAssertFalse(RouteConfig(name: "b", host: .exact("api.test"), upstream: .origin).matchesConnect(host: "x.test", port: 443))
+    }
 
-        let table = [Route(path), Route(port), Route(any)]
-        XCTAssertEqual(table.first(connectHost: "x.test", port: 443)?.config.name, "a")
-        XCTAssertTrue(table.first(connectHost: "x.test", port: 8443) === table[1])
+    /// `connect: intercept` needs the CA, and an https upstream when the upstream is fixed
+    /// (no downgrade of what the client encrypted); with both it loads and renders. Loading reads
+    /// the CA's paths only (the gateway opens the files: CACommandTests, OpenedConfigTests).
+    func testInterceptNeedsTheCAAndAnHTTPSUpstream() throws {
+        let ca = "ca:\n  certificate: certs/airlock-ca.pem\n  key: certs/airlock-ca.key\n"
+        func route(_ upstream: String) -> String {
+            "routes:\n  - name: api\n    match: { host: api.test }\n    connect: intercept\n    upstream: \(upstream)\n"
+        }
+        assertSingleIssue(route("origin"), at: "routes[0].connect", contains: "needs the local CA")
+        assertSingleIssue(ca + route("http://127.0.0.1:8080"), at: "routes[0].upstream", contains: "https://")
+        let loaded = try XCTUnwrap(assertLoads(ca + route("https://127.0.0.1:8443")))
+        XCTAssertEqual(loaded.routes[0].connect, .intercept)
+        XCTAssertTrue(loaded.renderYAML().contains("    connect: intercept\n"), loaded.renderYAML())
+        XCTAssertEqual(try AirlockConfig.load(yaml: loaded.renderYAML()), loaded)
+        XCTAssertNotNil(assertLoads(ca + route("origin")))
     }
 }

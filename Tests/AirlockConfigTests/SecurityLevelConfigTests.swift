@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 import AirlockSecurity
 
 /// `routes[].security.min_security_level`: read and checked at load, each refusal naming the key.

@@ -91,7 +91,7 @@ extension AirlockConfig {
         return issues
     }
 
-    static func isValidRouteName(_ name: String) -> Bool {
+    public static func isValidRouteName(_ name: String) -> Bool {
         name.utf8.count <= 64 && name.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

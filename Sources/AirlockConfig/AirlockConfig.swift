@@ -28,7 +28,8 @@ public struct AirlockConfig: Sendable, Equatable {
     public var ioUring: IOUringMode
     /// `reachability:`: the probe interval of fixed upstreams (`GET /upstreams`).
     public var reachability = ReachabilityConfig()
-    /// `ca:`: the local CA for intercepted CONNECT tunnels, loaded and checked; nil without one.
+    /// `ca:`: the files of the local CA for intercepted CONNECT tunnels (the gateway opens them at
+    /// start, `OpenedConfig`); nil without one.
     public var ca: CAConfig?
 
     public enum WorkersSetting: Sendable, Equatable {

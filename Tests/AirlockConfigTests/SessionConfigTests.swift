@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// `reachability:` and the per-upstream cap keys: read, defaulted, range-checked at load with
 /// the key path in the message, and rendered so that a reload gives the same config.

@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 import AirlockSerialization
 
 final class AirlockConfigLoadingTests: XCTestCase {

@@ -153,7 +153,7 @@ struct ConfigReader {
         if let node = fields["security"] {
             if let security = readSecurity(node, at: path + ".security") {
                 route.security = security
-                if case .fixed(let t) = route.upstream, t.scheme == "http", security.policy.mode != .none {
+                if case .fixed(let t) = route.upstream, t.scheme == "http", security.mode != .none {
                     fail(path + ".security.pinning", "pinning needs a TLS upstream; \(t) is plain http")
                 }
             } else {

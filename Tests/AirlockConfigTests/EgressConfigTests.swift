@@ -1,6 +1,6 @@
 import AirlockSecurity
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// `egress:` on a route: parsed, refused at load with the key path named, the policy in force
 /// worked out from the listener and the upstream kind, rendered by check-config and read back.

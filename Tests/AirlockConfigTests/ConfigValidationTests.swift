@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// One test per validation rule, each asserting the key path it reports.
 final class ConfigValidationTests: XCTestCase {

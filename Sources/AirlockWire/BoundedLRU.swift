@@ -1,7 +1,8 @@
 /// A map that holds at most `capacity` entries and forgets the least recently used one to make
-/// room: an `origin` route's passive reachability per host, so a forward proxy that sees many
-/// hosts keeps a fixed amount of state. O(1) get/update/evict (a dictionary over a doubly
-/// linked list kept in arrays).
+/// room: an `origin` route's passive reachability per host (AirlockSession), so a forward proxy
+/// that sees many hosts keeps a fixed amount of state, and the local CA's minted leaves per name
+/// (AirlockIO's `LeafCache`). O(1) get/update/remove/evict (a dictionary over a doubly linked
+/// list kept in arrays). Here, in the lowest module, because both of those import it.
 public struct BoundedLRU<Key: Hashable, Value> {
     public let capacity: Int
     private var index: [Key: Int] = [:]
@@ -50,6 +51,18 @@ public struct BoundedLRU<Key: Hashable, Value> {
         let r = body(&v)
         values[i] = v
         return (r, evicted)
+    }
+
+    /// Forgets `key` (its slot is reused by the next insert); returns its value, nil when absent.
+    @discardableResult
+    public mutating func remove(_ key: Key) -> Value? {
+        guard let i = index.removeValue(forKey: key) else { return nil }
+        unlink(i)
+        let v = values[i]
+        keys[i] = nil
+        values[i] = nil
+        free.append(i)
+        return v
     }
 
     /// Entries from most to least recently used.

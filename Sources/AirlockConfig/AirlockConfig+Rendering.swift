@@ -45,17 +45,17 @@ extension AirlockConfig {
             if route.security != .default || reachesTLS {
                 let s = route.security
                 lines.append("    security:")
-                lines.append("      pinning: \(s.policy.mode.rawValue)")
+                lines.append("      pinning: \(s.mode.rawValue)")
                 if !s.pinTexts.isEmpty {
                     lines.append("      pins: [\(s.pinTexts.map { Self.yamlScalar($0) }.joined(separator: ", "))]")
                 }
                 if !s.certificatePaths.isEmpty {
                     lines.append("      certificates: [\(s.certificatePaths.map { Self.yamlScalar($0) }.joined(separator: ", "))]")
                 }
-                lines.append("      pin_scope: \(s.policy.pinScope.rawValue)")
-                lines.append("      allow_invalid_certificates: \(s.policy.allowInvalidCertificates)")
-                lines.append("      validates_domain_name: \(s.policy.validatesDomainName)")
-                lines.append("      min_security_level: \(s.policy.minimumSecurityLevel)")
+                lines.append("      pin_scope: \(s.pinScope.rawValue)")
+                lines.append("      allow_invalid_certificates: \(s.allowInvalidCertificates)")
+                lines.append("      validates_domain_name: \(s.validatesDomainName)")
+                lines.append("      min_security_level: \(s.minimumSecurityLevel)")
                 if let ca = s.caFiles.first, s.caFiles.count == 1 {
                     lines.append("      ca: \(Self.yamlScalar(ca))")
                 }

@@ -1,10 +1,10 @@
 /// Scalar syntaxes shared by the configuration file and the command line:
 /// durations (`500ms`, `10s`, `2m`, `1h`, bare integer = seconds) and byte
 /// sizes (`65536`, `64KiB`, `1MiB`, `1GiB`).
-enum ConfigSyntax {
+public enum ConfigSyntax {
     /// Parses a duration. Returns nil on bad syntax or overflow; zero is
     /// syntactically valid (the range check happens in validation).
-    static func parseDuration(_ text: String) -> Duration? {
+    public static func parseDuration(_ text: String) -> Duration? {
         let (digits, unit) = splitNumber(text)
         guard let value = Int64(digits) else { return nil }
         let millisecondsPerUnit: Int64

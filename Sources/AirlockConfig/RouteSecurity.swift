@@ -3,26 +3,71 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import AirlockIO
 public import AirlockSecurity
 import Yams
 
-/// A route's `security:` block: the AFSecurityPolicy-style trust decision for TLS
-/// upstreams, plus the files it was built from (kept for rendering and for the TLS layer).
+/// A route's `security:` block: the AFSecurityPolicy-style trust decision for TLS upstreams,
+/// and the files it names.
+///
+/// Loading the configuration parses the block and checks that the files exist; it opens none.
+/// A block that names no `certificates:` has its `policy` at once. One that does is completed by
+/// the gateway at start (`OpenedConfig`), which reads the certificates and calls
+/// `completePolicy(certificates:certificatePins:)`; until then `needsCertificates` is true and
+/// `policy` may not be asked for.
 public struct RouteSecurity: Sendable, Equatable {
-    public var policy: SecurityPolicy
+    // The block's settings, for the policy and for rendering (the gateway reads `policy`).
+    /// `pinning:`.
+    var mode: PinningMode
+    /// `pins:`, parsed.
+    var pins: [Pin]
+    /// `pin_scope:`.
+    var pinScope: PinScope
+    /// `allow_invalid_certificates:`.
+    var allowInvalidCertificates: Bool
+    /// `validates_domain_name:`.
+    var validatesDomainName: Bool
+    /// `min_security_level:`.
+    var minimumSecurityLevel: Int
     /// `ca:` bundles added to the system trust for this route.
     public var caFiles: [String]
     /// `certificates:` as written (files or folders).
     public var certificatePaths: [String]
+    /// The files each `certificates:` entry names (a folder's certificate files in name order).
+    public var certificateFiles: [[String]]
     /// `pins:` as written.
     public var pinTexts: [String]
+    /// The policy, once every input is known.
+    fileprivate var completed: SecurityPolicy?
 
-    public static let `default` = RouteSecurity(policy: .default, caFiles: [], certificatePaths: [], pinTexts: [])
+    public static let `default` = RouteSecurity(
+        mode: .none, pins: [], pinScope: .chain, allowInvalidCertificates: false, validatesDomainName: true,
+        minimumSecurityLevel: SecurityPolicy.defaultSecurityLevel, caFiles: [], certificatePaths: [],
+        certificateFiles: [], pinTexts: [], completed: .default)
+
+    /// True until the gateway has read the `certificates:` files into the policy.
+    public var needsCertificates: Bool { completed == nil }
+
+    /// The trust decision. Asking before the certificates are read is a programming error.
+    public var policy: SecurityPolicy {
+        guard let completed else {
+            preconditionFailure("RouteSecurity.policy before its certificates were read (OpenedConfig)")
+        }
+        return completed
+    }
 
     /// Identity of everything that decides trust: the policy and the extra CA files.
     /// TLS sessions and pooled TLS connections are shared only under the same identity.
     public var trustIdentity: String { policy.cacheKey + ";ca=" + caFiles.joined(separator: ",") }
+
+    /// Builds the policy from the block and what the files under `certificates:` hold: each
+    /// certificate's DER and the SPKI pin derived from it, in file order. Throws the policy's
+    /// refusal (its `key` is relative to the block).
+    public mutating func completePolicy(certificates: [[UInt8]], certificatePins: [Pin]) throws(SecurityConfigError) {
+        completed = try SecurityPolicy(
+            mode: mode, pins: pins, pinnedCertificates: certificates, certificatePins: certificatePins,
+            pinScope: pinScope, allowInvalidCertificates: allowInvalidCertificates,
+            validatesDomainName: validatesDomainName, minimumSecurityLevel: minimumSecurityLevel)
+    }
 }
 
 extension ConfigReader {
@@ -31,7 +76,8 @@ extension ConfigReader {
         "min_security_level",
     ]
 
-    /// Reads `security:` (at `path`), loading certificate files and deriving their pins.
+    /// Reads `security:` (at `path`): the settings, the pins, and the paths of the certificate
+    /// and CA files (which must exist; the gateway opens them).
     mutating func readSecurity(_ node: Node, at path: String) -> RouteSecurity? {
         guard let fields = mapping(node, at: path, allowed: Self.securityKeys) else { return nil }
         let issuesBefore = issues.count
@@ -80,40 +126,31 @@ extension ConfigReader {
             }
         }
         let certPaths = stringList(fields["certificates"], at: path + ".certificates")
-        var certDER: [[UInt8]] = []
-        var certPins: [Pin] = []
+        var certFiles: [[String]] = []
         for (i, p) in certPaths.enumerated() {
             let files = CertificateFiles.expand(p)
             if files.isEmpty {
                 fail("\(path).certificates[\(i)]", "no certificate files (.cer, .der, .pem, .crt) at \(p)")
             }
-            for f in files {
-                do {
-                    for cert in try PeerCertificate.load(file: f) {
-                        certDER.append(cert.der)
-                        if let pin = try? Pin(digest: cert.spkiSHA256) { certPins.append(pin) }
-                    }
-                } catch {
-                    fail("\(path).certificates[\(i)]", "\(error)")
-                }
-            }
+            certFiles.append(files)
         }
         var caFiles: [String] = []
         if let n = fields["ca"], let text = scalar(n, at: path + ".ca") {
             let files = CertificateFiles.expand(text)
             if files.isEmpty { fail(path + ".ca", "no CA certificate file at \(text)") }
-            for f in files {
-                do { _ = try PeerCertificate.load(file: f) } catch { fail(path + ".ca", "\(error)") }
-            }
             caFiles = files
         }
         // A pin or file that failed is reported once; no follow-on issue from the policy.
         guard issues.count == issuesBefore else { return nil }
+        var security = RouteSecurity(
+            mode: mode, pins: pins, pinScope: scope, allowInvalidCertificates: allowInvalid,
+            validatesDomainName: validatesDomain, minimumSecurityLevel: level, caFiles: caFiles,
+            certificatePaths: certPaths, certificateFiles: certFiles, pinTexts: pinTexts, completed: nil)
+        // With certificates named, the policy waits for the gateway to read them (OpenedConfig).
+        guard certPaths.isEmpty else { return security }
         do throws(SecurityConfigError) {
-            let policy = try SecurityPolicy(mode: mode, pins: pins, pinnedCertificates: certDER, certificatePins: certPins,
-                                            pinScope: scope, allowInvalidCertificates: allowInvalid,
-                                            validatesDomainName: validatesDomain, minimumSecurityLevel: level)
-            return RouteSecurity(policy: policy, caFiles: caFiles, certificatePaths: certPaths, pinTexts: pinTexts)
+            try security.completePolicy(certificates: [], certificatePins: [])
+            return security
         } catch {
             fail("\(path).\(error.key)", error.message)
             return nil

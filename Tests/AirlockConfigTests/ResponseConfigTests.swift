@@ -1,6 +1,6 @@
 import AirlockSerialization
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// The `response:` block of a route and the top-level `admin`, `admin_allow_remote`, `rejects`.
 final class ResponseConfigTests: XCTestCase {

@@ -1,5 +1,5 @@
 import XCTest
-@testable import Airlock
+@testable import AirlockConfig
 
 /// The example from the configuration reference, verbatim.
 let fullExampleYAML = """
