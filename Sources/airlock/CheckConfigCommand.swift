@@ -1,6 +1,7 @@
 import Airlock
 import AirlockConfig
 import ArgumentParser
+import Foundation
 
 /// `airlock check-config FILE`: validate and open the files it names, then print the effective config.
 struct CheckConfigCommand: ParsableCommand {
@@ -13,13 +14,18 @@ struct CheckConfigCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The YAML config file.")
-    var file: String
+    @Argument(help: "The YAML config file (default: AIRLOCK_CONFIG, else the embedded default).")
+    var file: String?
 
     func run() throws {
         do {
-            let opened = try OpenedConfig(opening: AirlockConfig.load(file: file))
-            print(opened.config.renderYAML(), terminator: "")
+            // What `airlock run` would run: the AIRLOCK_* variables apply here too, and the
+            // output says where each overridable setting came from.
+            var flags = Settings.Flags(config: file)
+            flags.configFlag = "FILE"
+            let settings = try Settings.load(flags: flags, environment: ProcessInfo.processInfo.environment)
+            _ = try OpenedConfig(opening: settings.config)
+            print(settings.renderYAML(), terminator: "")
         } catch let error as ConfigError {
             printIssues(error)
             throw ExitCode.failure

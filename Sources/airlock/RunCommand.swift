@@ -1,6 +1,7 @@
 import Airlock
 import AirlockConfig
 import ArgumentParser
+import Foundation
 import Logging
 
 /// `airlock run`: load the config, start the gateway, block until drained.
@@ -19,8 +20,8 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Event loops (1...256 or auto), overriding the config.", valueName: "n"))
     var workers: String?
 
-    @Option(name: .long, help: "Log level.")
-    var logLevel: LogLevelOption = .info
+    @Option(name: .long, help: "Log level (default info, or AIRLOCK_LOG_LEVEL).")
+    var logLevel: LogLevelOption?
 
     mutating func validate() throws {
         if let listen, ListenAddress(listen) == nil {
@@ -34,11 +35,17 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        AirlockLogging.bootstrap(level: logLevel.level)
+        // Precedence: flag > AIRLOCK_* environment variable > the file > the default.
+        let environment = ProcessInfo.processInfo.environment
+        let flags = Settings.Flags(config: config, listen: listen, workers: workers, logLevel: logLevel?.rawValue)
+        let level = Settings.logLevel(flags: flags, environment: environment)
+        AirlockLogging.bootstrap(level: Logger.Level(rawValue: level) ?? .info)
         let logger = Logger(label: "airlock")
+        let settings: Settings
         let opened: OpenedConfig
         do {
-            opened = try OpenedConfig(opening: loadConfig())
+            settings = try Settings.load(flags: flags, environment: environment)
+            opened = try OpenedConfig(opening: settings.config)
         } catch let error as ConfigError {
             AirlockLogging.logStartFailure(error, to: logger)
             printIssues(error)
@@ -47,10 +54,11 @@ struct RunCommand: ParsableCommand {
         let effective = opened.config
 
         logger.info("airlock.config", metadata: [
-            "source": .string(config ?? "embedded default"),
+            "source": .string(settings.configPath ?? "embedded default"),
             "listen": .string(effective.listen.description),
             "workers": .stringConvertible(effective.workers),
             "routes": .stringConvertible(effective.routes.count),
+            "from": .dictionary(settings.sources.mapValues { .string($0.description) }),
         ])
         if effective.allowOpenProxy && !effective.listen.isLoopback {
             logger.warning("airlock.open-proxy", metadata: ["listen": .string(effective.listen.description)])
@@ -64,25 +72,6 @@ struct RunCommand: ParsableCommand {
             printError("airlock: \(error)")
             throw ExitCode.failure
         }
-    }
-
-    /// The file or the embedded default, with command-line overrides applied
-    /// and validated again (an override can make a config unsafe). `run()` then opens the files
-    /// it names (`OpenedConfig`).
-    private func loadConfig() throws -> AirlockConfig {
-        var loaded = try config.map { try AirlockConfig.load(file: $0) } ?? AirlockConfig.embeddedDefault
-        if let listen, let address = ListenAddress(listen) {
-            loaded.listen = address
-        }
-        if let workers {
-            if workers == "auto" {
-                loaded.setWorkersAuto()
-            } else {
-                loaded.workers = Int(workers) ?? loaded.workers
-            }
-        }
-        try loaded.validate()
-        return loaded
     }
 }
 
