@@ -436,7 +436,11 @@ extension ClientConnection: UpstreamOwner {
         if let v = failure.verifyError { md["verify_error"] = .string(v) }
         logger.error("upstream.rejected", metadata: md)
         worker.context.metrics.untrusted(route: ex.route.name, reason: failure.reason.rawValue)
-        var e = GatewayError(.untrustedUpstream, status: 502, message: failure.message(host: ex.key.host), source: .upstream)
+        let security = ex.route.security
+        var e = GatewayError(.untrustedUpstream, status: 502,
+                             message: failure.message(host: ex.key.host, pinned: security.policy.mode != .none,
+                                                      privateCA: !security.caFiles.isEmpty),
+                             source: .upstream)
         e.extra = [("reason", .string(failure.reason.rawValue)), ("code", .int(failure.code))]
         failExchange(e)
     }

@@ -17,7 +17,7 @@ extension ClientConnection {
         let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
         let idText = requestID.description
         stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: keepAlive,
-                                           requestID: idText, retryAfter: e.retryAfter))
+                                           requestID: idText, retryAfter: e.retryAfter, error: e.reason))
         if let ex {
             endExchange(ex, .answered(e, keepAlive: keepAlive))
         } else {

@@ -137,7 +137,7 @@ final class Tunnel: StreamDelegate {
         answer = e
         let idText = id.description
         clientStream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: false,
-                                                 requestID: idText, retryAfter: e.retryAfter))
+                                                 requestID: idText, retryAfter: e.retryAfter, error: e.reason))
         finish(.connectFailed)
     }
 

@@ -35,9 +35,17 @@ public struct TrustFailure: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// NSURLErrorServerCertificateUntrusted's text, then the reason and detail.
-    public func message(host: String) -> String {
-        "The certificate for this server is invalid. You might be connecting to a server that is pretending to be "
+    /// AFNetworking's text for the failure, then the reason. `pinned` and `privateCA` describe
+    /// the route: a pinned route whose chain does not lead to a trusted root (a private CA) and
+    /// that names no `security.ca` gets a hint at the fix.
+    public func message(host: String, pinned: Bool = false, privateCA: Bool = true) -> String {
+        var text = "The certificate for this server is invalid. You might be connecting to a server that is pretending to be "
             + "\u{201C}\(host)\u{201D} which could put your confidential information at risk. (\(reason.rawValue): \(detail))"
+        if reason == .untrustedChain, pinned, !privateCA {
+            text += " A pinned server whose chain ends in a private CA needs that CA as the route's security.ca "
+                + "(or allow_invalid_certificates: true with the pins)."
+        }
+        return text
     }
 
     public var description: String { "\(reason.rawValue): \(detail)" }

@@ -156,10 +156,15 @@ public enum ForwardingHeads {
     }
 
     /// A complete error response with a JSON body.
-    public static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil, retryAfter: Int? = nil) -> [UInt8] {
+    /// `error` (the reason code, a token) goes in `X-Airlock-Error` too, so a client that shows
+    /// only the status line and headers (curl's "CONNECT tunnel failed, response 403") can still
+    /// show why.
+    public static func error(status: Int, body: [UInt8], keepAlive: Bool, requestID: String? = nil, retryAfter: Int? = nil,
+                             error: String? = nil) -> [UInt8] {
         var w = HeadWriter(capacity: 256)
         w.statusLine(status: status, reason: ReasonPhrase.standard(for: status))
         if let requestID { w.field("X-Request-Id", value: requestID) }
+        if let error { w.field("X-Airlock-Error", value: error) }
         w.field("Content-Type", value: "application/json")
         w.field("Content-Length", decimal: UInt64(body.count))
         w.field("Cache-Control", value: "no-store")

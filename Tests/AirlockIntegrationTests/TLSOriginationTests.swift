@@ -134,6 +134,21 @@ final class TLSOriginationTests: XCTestCase {
         XCTAssertEqual(presentedPins(record), [pki.pin("leaf"), pki.pin("intermediate")])
     }
 
+    /// A pinned server with a private CA and no `security.ca`: the answer says how to fix it;
+    /// an unpinned route's (the system-trust case above) does not talk about pins.
+    func testAPinnedPrivateChainWithoutTheRouteCASaysSecurityCAIsTheFix() throws {
+        let o = try origin()
+        let a = try gateway(o, security: security(ca: nil, ["pinning: public-key", pins("leaf")]))
+        let r = try get(a, "/pinned-no-ca")
+        _ = assertRejected(r, by: a, origin: o, reason: "untrusted-chain", "pinned, no ca")
+        let message = Fixture.json(r.body)["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("needs that CA as the route's security.ca"), message)
+        XCTAssertTrue(message.contains("allow_invalid_certificates: true with the pins"), message)
+        let unpinned = try gateway(o, security: [])
+        let plain = Fixture.json(try get(unpinned, "/no-pins").body)["message"] as? String ?? ""
+        XCTAssertFalse(plain.contains("security.ca"), plain)
+    }
+
     // MARK: public-key pinning
 
     func testPublicKeyPinOnAnyCertificateOfTheChainOrInABackupSet() throws {

@@ -65,6 +65,20 @@ final class TunnelPolicyTests: XCTestCase {
         XCTAssertTrue(closed, "a refused CONNECT closes the connection")
     }
 
+    /// curl shows only "CONNECT tunnel failed, response 403" for a refused CONNECT: the reason
+    /// is in a header too (`X-Airlock-Error`), which `curl -v` prints, as it is on every answer
+    /// Airlock makes itself.
+    func testTheRefusalReasonIsInAHeaderForCurl() throws {
+        try Requirement.tool(Curl.executable)
+        let r = try Curl.run(["-v", "-x", "http://127.0.0.1:\(airlock.port)", "https://denied.test/"])
+        XCTAssertNotEqual(r.exitCode, 0)
+        XCTAssertTrue(r.stderr.contains("< X-Airlock-Error: connect-denied"), r.stderr)
+        let port = try Curl.run(["-v", "-x", "http://127.0.0.1:\(airlock.port)", "https://127.0.0.1:444/"])
+        XCTAssertTrue(port.stderr.contains("< X-Airlock-Error: connect-port-denied"), port.stderr)
+        let plain = try Curl.run(["-v", "-o", "/dev/null", "-x", "http://127.0.0.1:\(airlock.port)", "http://nowhere.test/"])
+        XCTAssertTrue(plain.stderr.contains("< X-Airlock-Error: no-route"), plain.stderr)
+    }
+
     func testNoRouteIs403() throws {
         let (r, body, _) = try connect("nowhere.test:443")
         XCTAssertEqual(r.status, 403)
