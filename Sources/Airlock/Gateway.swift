@@ -7,7 +7,14 @@ import Synchronization
 /// The gateway process: one acceptor loop (listener and signals) and one worker loop per
 /// core. Accepted sockets are handed round-robin to workers and never change threads.
 public final class Gateway: @unchecked Sendable {
-    public let config: AirlockConfig
+    /// The configuration in force (replaced by a successful reload, on the acceptor loop).
+    public internal(set) var config: AirlockConfig
+    /// What every worker was last given (`reload` hands them the next one).
+    var context: GatewayContext!
+    /// Reads the configuration again for a reload (SIGHUP, `POST /reload`): the file the
+    /// process started with and the environment, validated and opened as at start. Nil: reload
+    /// is not available (the gateway was built in code).
+    public var reloadSource: (@Sendable () throws -> OpenedConfig)?
     let logger: Logger
     let mainLoop: EventLoop
     private var listener: Listener?
@@ -27,7 +34,7 @@ public final class Gateway: @unchecked Sendable {
     /// Why the default admin address could not be bound (logged at start).
     var adminUnavailable: String?
     /// Probes fixed upstreams on the acceptor loop (`reachability.interval`).
-    private var monitor: ReachabilityMonitor?
+    var monitor: ReachabilityMonitor?
     private let metrics: GatewayMetrics
 
     private enum RunState {
@@ -59,7 +66,9 @@ public final class Gateway: @unchecked Sendable {
                                      listenAddress: l.address, adminAddress: admin?.address,
                                      idPrefix: Self.randomHex(8), rejects: rejects,
                                      metrics: metrics, reachability: reachability)
+        self.context = context
         monitor = ReachabilityMonitor(loop: mainLoop, context: context)
+        admin?.onReload = { [unowned self] in self.reload(trigger: "POST /reload") }
         for i in 0..<max(1, config.workers) {
             workers.append(Worker(index: i, context: context,
                                   onConnectionClosed: { [unowned self] in self.connectionClosed() },
@@ -164,9 +173,13 @@ public final class Gateway: @unchecked Sendable {
     /// and the drain that follows. Returns when every worker has stopped.
     public func run() throws {
         try start()
-        signals = SignalWatcher(loop: mainLoop, signals: [SIGTERM, SIGINT]) { [unowned self] sig in
+        signals = SignalWatcher(loop: mainLoop, signals: [SIGTERM, SIGINT, SIGHUP]) { [unowned self] sig in
             self.logger.info("airlock.signal", metadata: ["signal": .stringConvertible(Int(sig))])
-            self.beginShutdown()
+            if sig == SIGHUP {
+                _ = self.reload(trigger: "SIGHUP")
+            } else {
+                self.beginShutdown()
+            }
         }
         mainLoop.run()
         for w in workers { w.loop.join() }

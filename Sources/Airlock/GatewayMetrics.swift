@@ -21,8 +21,10 @@ final class GatewayMetrics: Sendable {
     /// Requests answered before any route matched (bad head, no route, loop): route "-",
     /// by status class.
     let unrouted: StatusClassCounters
-    /// Per route, in configuration order (the index of the route in `config.routes`).
-    let routes: [RouteMetrics]
+    /// Per route, in configuration order (the index of the route in `config.routes`); a reload
+    /// replaces the list (`adoptRoutes`), keeping the handles of routes it did not change.
+    var routes: [RouteMetrics] { routeList.withLock { $0 } }
+    private let routeList: Mutex<[RouteMetrics]>
     /// The log sink whose dropped records are exported (`airlock_log_dropped_records_total`);
     /// nil when the logger is not the JSON handler (tests with their own handlers).
     let logSink: JSONLogSink?
@@ -49,13 +51,28 @@ final class GatewayMetrics: Sendable {
         inFlight = Meter(label: "airlock_in_flight_requests", dimensions: [], factory: factory)
         tunnelsOpen = Meter(label: "airlock_tunnels_open", dimensions: [], factory: factory)
         unrouted = StatusClassCounters(route: "-", factory: factory)
-        routes = config.routes.map { r in
-            let upstream: String
-            switch r.upstream {
-            case .fixed(let t): upstream = "\(t.scheme)://\(t.authority)"
-            case .origin: upstream = "origin"
+        routeList = Mutex(config.routes.map { r in
+            RouteMetrics(route: r.name, upstream: Self.upstreamLabel(r), factory: factory)
+        })
+    }
+
+    private static func upstreamLabel(_ r: RouteConfig) -> String {
+        switch r.upstream {
+        case .fixed(let t): "\(t.scheme)://\(t.authority)"
+        case .origin: "origin"
+        }
+    }
+
+    /// The handles for a reloaded configuration's routes, in its order: a route with the same
+    /// name and upstream keeps its handles (its histograms go on counting), others get new ones.
+    func adoptRoutes(_ config: AirlockConfig) -> [RouteMetrics] {
+        routeList.withLock { list in
+            let byKey = Dictionary(list.map { ("\($0.route) \($0.upstream)", $0) }, uniquingKeysWith: { a, _ in a })
+            list = config.routes.map { r in
+                let upstream = Self.upstreamLabel(r)
+                return byKey["\(r.name) \(upstream)"] ?? RouteMetrics(route: r.name, upstream: upstream, factory: factory)
             }
-            return RouteMetrics(route: r.name, upstream: upstream, factory: factory)
+            return list
         }
     }
 
@@ -174,6 +191,8 @@ final class GatewayMetrics: Sendable {
 /// The handles one route's exchanges update, resolved once.
 final class RouteMetrics: Sendable {
     let route: String
+    /// The upstream label ("origin" or the fixed URL's scheme and authority).
+    let upstream: String
     private let requests: StatusClassCounters
     let bytesIn: CoreMetrics.Counter
     let bytesOut: CoreMetrics.Counter
@@ -198,6 +217,7 @@ final class RouteMetrics: Sendable {
     let reachable: CoreMetrics.Gauge
 
     init(route: String, upstream: String, factory: PrometheusMetricsFactory) {
+        self.upstream = upstream
         self.route = route
         requests = StatusClassCounters(route: route, factory: factory)
         bytesIn = CoreMetrics.Counter(label: "airlock_request_bytes_total", dimensions: [("route", route)], factory: factory)

@@ -10,7 +10,8 @@ import AirlockSession
 /// bounded by the interval (and `limits.connect_timeout`).
 final class ReachabilityMonitor {
     private let loop: EventLoop
-    private let context: GatewayContext
+    /// Replaced by a reload (on this loop): the routes' reachabilities to probe.
+    var context: GatewayContext
     private let resolver: Resolver
     private var timer: Timer?
     private var probes: [ObjectIdentifier: Probe] = [:]

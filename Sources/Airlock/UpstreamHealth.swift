@@ -68,36 +68,49 @@ final class Reachabilities: Sendable {
     let interval: Duration?
     /// `reachability.retry_after`.
     let retryAfter: Duration
-    private let originHosts: Mutex<BoundedLRU<String, Reachability>>
+    private let origins: OriginHosts
 
-    init(config: AirlockConfig, logger: Logger, metrics: GatewayMetrics) {
+    /// `carryingOver`: the reachabilities of the configuration a reload replaces; a route with the
+    /// same name and upstream key keeps its state (and `origin` hosts theirs).
+    init(config: AirlockConfig, logger: Logger, metrics: GatewayMetrics, routeMetrics: [RouteMetrics]? = nil,
+         carryingOver previous: Reachabilities? = nil) {
         interval = config.reachability.probeInterval
         retryAfter = config.reachability.retryAfter
         let retryAfterMillis = UInt64(Self.millis(config.reachability.retryAfter))
-        originHosts = Mutex(BoundedLRU(capacity: config.reachability.originHosts))
+        origins = previous?.origins ?? OriginHosts(capacity: config.reachability.originHosts)
+        let kept = Dictionary((previous?.byRoute ?? []).compactMap { $0.map { ("\($0.route) \($0.key)", $0) } },
+                              uniquingKeysWith: { a, _ in a })
+        let handles = routeMetrics ?? metrics.routes
         byRoute = config.routes.enumerated().map { i, r in
             guard case .fixed(let t) = r.upstream else { return nil }
             let key = UpstreamKey(scheme: t.scheme, host: t.host, port: t.port,
                                   trust: t.scheme == "https" ? r.security.trustIdentity : "")
+            if let same = kept["\(r.name) \(key)"] { return same }
             return UpstreamHealth(route: r, key: key, upstream: "\(t.scheme)://\(t.authority)",
-                                  retryAfterMillis: retryAfterMillis, logger: logger, metrics: metrics.routes[i])
+                                  retryAfterMillis: retryAfterMillis, logger: logger, metrics: handles[i])
         }
     }
 
     /// A passive signal about an `origin` route's host ("host:port").
     func recordOrigin(_ host: String, _ signal: Reachability.Signal) {
         let now = UInt64(RejectRecord.nowUnixMillis())
-        originHosts.withLock { lru in
+        origins.lru.withLock { lru in
             _ = lru.update(host, default: { Reachability() }) { $0.record(signal, now: now) }
         }
     }
 
-    var originSnapshot: [(String, Reachability)] { originHosts.withLock { $0.entries } }
+    var originSnapshot: [(String, Reachability)] { origins.lru.withLock { $0.entries } }
 
     static func millis(_ d: Duration) -> Int64 {
         let (seconds, atto) = d.components
         return seconds * 1000 + atto / 1_000_000_000_000_000
     }
+}
+
+/// `origin` routes' passive state per host, shared by a reloaded configuration's reachabilities.
+final class OriginHosts: Sendable {
+    let lru: Mutex<BoundedLRU<String, Reachability>>
+    init(capacity: Int) { lru = Mutex(BoundedLRU(capacity: capacity)) }
 }
 
 extension Reachabilities {

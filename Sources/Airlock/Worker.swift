@@ -9,11 +9,12 @@ import Logging
 final class Worker: @unchecked Sendable {  // bound to its loop; reached only via loop.execute
     let index: Int
     let loop: EventLoop
-    let context: GatewayContext
-    let limits: LimitsConfig
-    let wireLimits: WireLimits
-    /// The configured routes, compiled once per worker.
-    let routes: [Route]
+    private(set) var context: GatewayContext
+    private(set) var limits: LimitsConfig
+    private(set) var wireLimits: WireLimits
+    /// The configured routes, compiled once per worker (and again on each reload: an exchange
+    /// keeps the `Route` it started with).
+    private(set) var routes: [Route]
     let resolver: Resolver
     let pool: ConnectionPool<UpstreamConnection>
     let tlsSessions = TLSSessionCache()
@@ -95,6 +96,24 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     /// ways) and while it is parked (idle_timeout, reading only), looked up once.
     private(set) lazy var upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
     private(set) lazy var upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
+
+    /// A reload (on this worker's loop): new exchanges take the new routes, limits, trust and
+    /// CA; exchanges in flight keep their `Route`. Idle pooled connections stay, except those
+    /// whose trust identity is in `staleTrust` (its CA or certificate files changed): they, and
+    /// the TLS sessions stored under it, were verified under what no longer holds.
+    func reconfigure(_ next: GatewayContext, staleTrust: Set<String>) {
+        context = next
+        limits = next.config.limits
+        wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes, headerBytes: limits.headerBytes,
+                                headerCount: limits.headerCount)
+        routes = Route.table(next.config, metrics: next.metrics, health: next.reachability)
+        upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
+        upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
+        guard !staleTrust.isEmpty else { return }
+        for u in pool.removeAll(where: { staleTrust.contains($0.trust) }) { u.close() }
+        // A resumed session skips the certificate check: none from under the old material.
+        tlsSessions.removeAll { key in key.split(separator: "|", maxSplits: 1).last.map { staleTrust.contains(String($0)) } ?? false }
+    }
     /// Whether access records are written (level info or lower), read once: every exchange
     /// asks, and asking the Logger copies its handler.
     let logsAccess: Bool

@@ -23,5 +23,10 @@ public final class TLSSessionCache {
         sessions.removeValue(forKey: key)
     }
 
+    /// Forgets every session whose key `predicate` picks (a reload whose trust material changed).
+    public func removeAll(where predicate: (String) -> Bool) {
+        for key in sessions.keys where predicate(key) { sessions.removeValue(forKey: key) }
+    }
+
     public var count: Int { sessions.count }
 }

@@ -107,4 +107,14 @@ public final class ConnectionPool<Connection: AnyObject> {
         idle.removeAll()
         return all
     }
+
+    /// Takes every idle connection whose key `where` picks, for the caller to close.
+    public func removeAll(where predicate: (UpstreamKey) -> Bool) -> [Connection] {
+        var out: [Connection] = []
+        for key in idle.keys where predicate(key) {
+            out += idle[key] ?? []
+            idle[key] = []
+        }
+        return out
+    }
 }

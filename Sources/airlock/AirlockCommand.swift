@@ -11,7 +11,7 @@ struct AirlockCommand: ParsableCommand {
         commandName: "airlock",
         abstract: "An HTTP/1.1 forward proxy and gateway.",
         version: "airlock \(version)",
-        subcommands: [RunCommand.self, CheckConfigCommand.self, RejectsCommand.self, PinCommand.self, HealthCommand.self,
+        subcommands: [RunCommand.self, CheckConfigCommand.self, RejectsCommand.self, PinCommand.self, HealthCommand.self, ReloadCommand.self,
                       CACommand.self]
     )
 }

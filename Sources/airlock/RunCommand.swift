@@ -66,6 +66,10 @@ struct RunCommand: ParsableCommand {
 
         do {
             let gateway = try Gateway(config: opened, logger: logger)
+            // SIGHUP and POST /reload read the same file and environment again, with the same flags.
+            gateway.reloadSource = {
+                try OpenedConfig(opening: Settings.load(flags: flags, environment: ProcessInfo.processInfo.environment).config)
+            }
             try gateway.run()
         } catch {
             AirlockLogging.logStartFailure(error, to: logger)

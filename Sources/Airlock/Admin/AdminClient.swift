@@ -46,13 +46,20 @@ public enum AdminClient {
 
     /// GETs `path` from the admin listener at `address` and returns the status and body.
     public static func get(_ address: ListenAddress, path: String, timeoutSeconds: Int = 5) throws(Failure) -> (status: Int, body: [UInt8]) {
+        try request("GET", address, path: path, timeoutSeconds: timeoutSeconds)
+    }
+
+    /// `method path` (no body) to the admin listener at `address`: the status and body.
+    public static func request(_ method: String, _ address: ListenAddress, path: String,
+                               timeoutSeconds: Int = 5) throws(Failure) -> (status: Int, body: [UInt8]) {
         let fd = try connect(address, timeoutSeconds: timeoutSeconds)
         defer { close(fd) }
         // AIRLOCK_ADMIN_TOKEN: the listener's admin_token, sent as a bearer token when set.
         let token = getenv("AIRLOCK_ADMIN_TOKEN").map { String(cString: $0) }
             .flatMap { !$0.isEmpty && $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } ? $0 : nil }
         let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\nAccept: application/json\r\n\(auth)\r\n".utf8)
+        let length = method == "POST" ? "Content-Length: 0\r\n" : ""
+        let request = Array("\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\nAccept: application/json\r\n\(length)\(auth)\r\n".utf8)
         var sent = 0
         while sent < request.count {
             let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, request.count - sent, Int32(MSG_NOSIGNAL)) }

@@ -28,7 +28,10 @@ final class AdminServer {
     static let sendBufferBytes: Int32 = 32 * 1024
     /// `/metrics` and `/upstreams`.
     private let metrics: GatewayMetrics?
-    private let reachability: Reachabilities?
+    /// Replaced by a reload (on this loop).
+    var reachability: Reachabilities?
+    /// `POST /reload`: reloads on this loop (the acceptor's) and answers with the outcome.
+    var onReload: (() -> ReloadOutcome)?
 
     static let wireLimits = WireLimits(requestLineBytes: 4096, headerBytes: 16384, headerCount: 64)
     static let timeout: Duration = .seconds(10)
@@ -81,9 +84,18 @@ final class AdminServer {
         if path == "/tasks" || path.hasPrefix("/tasks/") || path == "/events" {
             return taskRoute(head.method, path, query, c)
         }
+        if path == "/reload" {
+            guard head.method == .post else {
+                return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use POST",
+                                  extra: [("Allow", "POST")])
+            }
+            guard let onReload else { return Self.error(501, "reload-unavailable", "this process cannot reload") }
+            let outcome = onReload()
+            return Self.response(outcome.succeeded ? 200 : 400, body: Array((outcome.json + "\n").utf8))
+        }
         switch path {
         case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /metrics, /upstreams, /tasks or /events)")
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /metrics, /upstreams, /tasks, /events or POST /reload)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",

@@ -40,6 +40,7 @@ Stops on SIGTERM or SIGINT, and by itself when its parent process goes away.
 import argparse
 import hashlib
 import os
+import time
 import signal
 import socket
 import ssl
@@ -232,6 +233,8 @@ class Origin:
                 body = os.urandom(min(int(target[8:]), MAX_BODY * 4))
                 content_type = "application/octet-stream"
                 log(f"sent conn={number} bytes={len(body)} sha256={hashlib.sha256(body).hexdigest()}")
+            elif mode == "normal" and target.startswith("/slow/") and target[6:].isdigit():
+                time.sleep(min(int(target[6:]), 10000) / 1000)   # an exchange still in flight
             elif mode == "normal" and target == "/html":
                 body = b"<!doctype html><html><body><h1>not json</h1></body></html>"
                 content_type = "text/html"
