@@ -136,6 +136,8 @@ container-check: setup
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get -o DPkg::Lock::Timeout=600 update -qq; \
 	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap; }
+	@python3 -c 'import yaml' 2>/dev/null || { [ "$$(id -u)" -eq 0 ] && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends python3-yaml; }
 	BINARY="$(BINARY)" bash docker/container-check.sh
 
 # One fuzzer process at a time, each bounded by FUZZ_SECONDS; every target runs even after a

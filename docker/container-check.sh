@@ -32,6 +32,7 @@ die() { echo "container-check: FAILED: $*" >&2; exit 1; }
 command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
 command -v curl >/dev/null || die "curl is not installed (apt-get install curl)"
 command -v readelf >/dev/null || die "readelf is not installed (apt-get install binutils)"
+python3 -c 'import yaml' 2>/dev/null || die "python3 cannot import yaml (apt-get install python3-yaml)"
 
 work=$(mktemp -d /var/tmp/airlock-container-check.XXXXXX)
 rootfs=$work/rootfs
@@ -277,5 +278,67 @@ timeout 10 chroot --userspec="$(userspec)" "$rootfs" env -i PATH="$IMAGE_PATH" H
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || die "${entry[*]} ${default_args[*]} was not refused (exit $rc)"
 grep -q allow_open_proxy "$work/open.err" || die "the refusal does not name allow_open_proxy: $(cat "$work/open.err")"
 say "ok: ${entry[*]} ${default_args[*]} (embedded default) refused, exit $rc: $(head -n 1 "$work/open.err")"
+
+# ---- 4. docker/compose.yml's airlock service ----
+# Its command and environment as compose would run them, with two substitutions so that nothing
+# listens beyond loopback and the demo upstream is this check's origin: AIRLOCK_LISTEN and
+# AIRLOCK_ADMIN become 127.0.0.1:0, and the mounted config's `http://demo:8081` this origin.
+compose=docker/compose.yml
+[ -f "$compose" ] || die "no $compose"
+mapfile -t compose_env < <(python3 - "$compose" <<'EOF'
+import sys, yaml
+svc = yaml.safe_load(open(sys.argv[1]))["services"]["airlock"]
+for k, v in svc["environment"].items():
+    if k in ("AIRLOCK_LISTEN", "AIRLOCK_ADMIN"):
+        v = "127.0.0.1:0"
+    print(f"{k}={v}")
+EOF
+)
+mapfile -t compose_cmd < <(python3 -c 'import sys, yaml; print("\n".join(yaml.safe_load(open(sys.argv[1]))["services"]["airlock"]["command"]))' "$compose")
+read -r compose_src compose_dst < <(python3 -c 'import sys, yaml; v = yaml.safe_load(open(sys.argv[1]))["services"]["airlock"]["volumes"][0].split(":"); print(v[0], v[1])' "$compose")
+[ "${#compose_env[@]}" -gt 0 ] && [ "${#compose_cmd[@]}" -gt 0 ] || die "$compose: no environment or command for airlock"
+mkdir -p "$rootfs$(dirname "$compose_dst")"
+sed "s|http://demo:8081|http://127.0.0.1:$origin_port|" "docker/$compose_src" >"$rootfs$compose_dst"
+chmod 0644 "$rootfs$compose_dst"
+chroot --userspec="$(userspec)" "$rootfs" env -i PATH="$IMAGE_PATH" HOME=/ "${compose_env[@]}" \
+  "${entry[@]}" "${compose_cmd[@]}" >"$work/compose.log" 2>"$work/compose.err" &
+compose_pid=$!
+pids+=("$compose_pid")
+wait_until "compose's airlock.listening (stderr: $(cat "$work/compose.err" 2>/dev/null))" 150 \
+  grep -q '"event":"airlock.listening"' "$work/compose.log"
+cport=$(log_field "$work/compose.log" port airlock.listening)
+cadmin=$(log_field "$work/compose.log" port airlock.admin)
+[ -n "$cport" ] && [ -n "$cadmin" ] || die "compose's airlock: no port in its records: $(cat "$work/compose.log")"
+python3 - "$work/compose.log" <<'EOF' || die "compose's airlock.config does not say its settings came from the environment"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line) if line.startswith("{") else {}
+    if r.get("event") == "airlock.config":
+        f = r.get("from", {})
+        ok = all(f.get(k) == v for k, v in {"config": "AIRLOCK_CONFIG", "listen": "AIRLOCK_LISTEN",
+                 "admin": "AIRLOCK_ADMIN", "workers": "AIRLOCK_WORKERS", "log_level": "AIRLOCK_LOG_LEVEL"}.items())
+        sys.exit(0 if ok and r.get("workers") == 2 else 1)
+sys.exit(1)
+EOF
+say "ok: compose's ${entry[*]} ${compose_cmd[*]} takes config, listen, admin, workers and log level from AIRLOCK_*"
+status=$(curl -sS --noproxy '*' --max-time 10 -o /dev/null -w '%{http_code}' -H 'Host: demo.local' "http://127.0.0.1:$cport/hello") \
+  || die "compose's demo route request failed"
+[ "$status" = 502 ] || die "compose's demo route (json validation) answered $status to a text/plain origin, not 502"
+wait_until "a response.rejected record" 50 grep -q '"event":"response.rejected"' "$work/compose.log"
+say "ok: compose's demo route rejects a non-JSON answer (502, response.rejected)"
+cat >>"$rootfs$compose_dst" <<EOF
+  - name: added-by-reload
+    match: { host: "check.test" }
+    upstream: http://127.0.0.1:$origin_port
+EOF
+kill -HUP "$compose_pid"
+wait_until "airlock.reloaded after SIGHUP" 50 grep -q '"event":"airlock.reloaded"' "$work/compose.log"
+body=$(curl -sS --noproxy '*' --max-time 10 -H 'Host: check.test' "http://127.0.0.1:$cport/after-reload") \
+  || die "the route added by the reload does not answer"
+[ "$body" = "origin says /after-reload" ] || die "the route added by the reload answered '$body'"
+kill -0 "$compose_pid" 2>/dev/null || die "compose's airlock exited on SIGHUP"
+say "ok: kill -HUP reloads compose's airlock: the added route answers, the process stays"
+kill -TERM "$compose_pid"
+wait_until "compose's airlock to exit" 200 bash -c "! kill -0 $compose_pid 2>/dev/null"
 
 say "all checks passed"
