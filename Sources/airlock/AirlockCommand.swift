@@ -12,7 +12,7 @@ struct AirlockCommand: ParsableCommand {
         abstract: "An HTTP/1.1 forward proxy and gateway.",
         version: "airlock \(version)",
         subcommands: [RunCommand.self, CheckConfigCommand.self, RejectsCommand.self, PinCommand.self, HealthCommand.self,
-                      CACommand.self]
+                      CACommand.self, DemoUpstreamCommand.self]
     )
 }
 
