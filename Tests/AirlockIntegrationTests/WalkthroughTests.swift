@@ -21,6 +21,7 @@ final class WalkthroughTests: XCTestCase {
         ["hello from airlock demo-upstream"],                                   // the demo origin, directly
         ["hello from airlock demo-upstream\n{\"message\":\"hello from airlock demo-upstream\",\"items\":[1,2,3]",
          "\"note\":null}\n\nhello from airlock demo-upstream"],                // curl, Python, Node through the proxy
+        ["1.1 airlock-", " hello from airlock demo-upstream"],                 // URLSession on Linux, via http_proxy (Via)
         ["X-Airlock-Error: connect-denied"],                                    // CONNECT refused, reason in the header
         ["Ciphers supported\n200\n"],                                           // curl and Python through a tunnel
         ["{\"message\":\"hello from airlock demo-upstream\"",                   // the gateway: JSON passes,
@@ -58,6 +59,11 @@ final class WalkthroughTests: XCTestCase {
     func testTheREADMEWalkthroughsRunAsPrinted() throws {
         for tool in ["/bin/bash", Curl.executable, "/usr/bin/openssl", "/usr/bin/node", "/usr/bin/timeout"] {
             try Requirement.tool(tool)
+        }
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        for name in ["python3", "swift"] {
+            try Requirement.check(path.contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") },
+                                  "no \(name) on PATH")
         }
         let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         var blocks = Self.walkthroughBlocks(readme)
