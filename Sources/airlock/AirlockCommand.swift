@@ -11,8 +11,8 @@ struct AirlockCommand: ParsableCommand {
         commandName: "airlock",
         abstract: "An HTTP/1.1 forward proxy and gateway.",
         version: "airlock \(version)",
-        subcommands: [RunCommand.self, CheckConfigCommand.self, RejectsCommand.self, PinCommand.self, HealthCommand.self, ReloadCommand.self,
-                      CACommand.self]
+        subcommands: [RunCommand.self, CheckConfigCommand.self, RejectsCommand.self, PinCommand.self, HealthCommand.self,
+                      ReloadCommand.self, CACommand.self, DemoUpstreamCommand.self]
     )
 }
 
