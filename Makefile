@@ -18,7 +18,7 @@ BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
-APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography libnss3-tools
+APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography chromium libnss3-tools tidy
 RELEASE_BIN := .build/release/airlock
 DEBUG_BIN   := .build/debug/airlock
 

@@ -15,7 +15,7 @@ extension Gateway {
             admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects, token: config.admin.token,
                                     isReady: { [unowned self] in self.isTakingTraffic },
                                     tasks: TaskDirectory(loop: mainLoop), events: TaskEventHub(loop: mainLoop),
-                                    metrics: metrics, reachability: reachability)
+                                    metrics: metrics, reachability: reachability, ca: config.ca?.authority)
         } catch let error where config.admin.isDefaultAddress {
             adminUnavailable = "\(error)"
         } catch {
@@ -38,7 +38,7 @@ extension Gateway {
             logger.info("airlock.admin", metadata: [
                 "address": .string(admin.address.host),
                 "port": .stringConvertible(Int(admin.address.port)),
-                "paths": .string("/rejects /healthz /readyz /metrics /upstreams /tasks /events"),
+                "paths": .string("/ /rejects /healthz /readyz /metrics /upstreams /ca /tasks /events"),
             ])
         } else if let adminUnavailable {
             logger.warning("airlock.admin-unavailable", metadata: [

@@ -3,8 +3,9 @@ import AirlockSession
 import AirlockWire
 import Glibc
 
-/// The admin listener: `GET /rejects` (JSON, optional `since=10m`, `route=NAME` and
-/// `side=request|response`; both sides without it),
+/// The admin listener: `GET /` (the dashboard page, `DashboardPage`), `GET /rejects` (JSON,
+/// optional `since=10m`, `route=NAME` and `side=request|response`; both sides without it),
+/// `GET /ca` (the local CA's facts),
 /// `GET /healthz`, `GET /readyz`, `GET|DELETE /tasks`, `DELETE /tasks/{id}` and `GET /events`
 /// (Server-Sent Events), on its own socket and on the acceptor loop, never on the proxy
 /// listener. One request per connection; the answer closes it (`/events` streams until the
@@ -28,6 +29,8 @@ final class AdminServer {
     /// `/metrics` and `/upstreams`.
     private let metrics: GatewayMetrics?
     private let reachability: Reachabilities?
+    /// `/ca`: the local CA of intercepted tunnels; nil without `ca:`.
+    private let ca: CertificateAuthority?
 
     static let wireLimits = WireLimits(requestLineBytes: 4096, headerBytes: 16384, headerCount: 64)
     static let timeout: Duration = .seconds(10)
@@ -35,8 +38,10 @@ final class AdminServer {
     /// Binds at once, so a taken port is reported when the gateway starts.
     init(loop: EventLoop, address: ListenAddress, rejects: RejectLog, token: String?, isReady: @escaping () -> Bool,
          tasks: TaskDirectory? = nil, events: TaskEventHub? = nil,
-         metrics: GatewayMetrics? = nil, reachability: Reachabilities? = nil) throws {
+         metrics: GatewayMetrics? = nil, reachability: Reachabilities? = nil,
+         ca: CertificateAuthority? = nil) throws {
         self.tasks = tasks
+        self.ca = ca
         self.events = events
         self.metrics = metrics
         self.reachability = reachability
@@ -72,6 +77,15 @@ final class AdminServer {
         case .origin(let p), .absolute(_, _, _, let p): target = p
         default: return Self.error(404, "not-found", "no such admin resource")
         }
+        // The page alone is served without the token: it holds no data, and asks for the token
+        // before it requests any.
+        if target == "/" {
+            guard head.method == .get else {
+                return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
+                                  extra: [("Allow", "GET")])
+            }
+            return token == nil ? DashboardPage.open : DashboardPage.tokenRequired
+        }
         if let token, !Self.authorized(head.headers.first(name: "authorization"), token: token) {
             return Self.error(401, "unauthorized", "this admin listener needs Authorization: Bearer <admin_token>",
                               extra: [("WWW-Authenticate", "Bearer realm=\"airlock-admin\"")])
@@ -81,8 +95,8 @@ final class AdminServer {
             return taskRoute(head.method, path, query, c)
         }
         switch path {
-        case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /metrics, /upstreams, /tasks or /events)")
+        case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams", "/ca": break
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /, /rejects, /healthz, /readyz, /metrics, /upstreams, /ca, /tasks or /events)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
@@ -92,6 +106,7 @@ final class AdminServer {
             return Self.response(200, body: metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
         if path == "/upstreams", let reachability { return Self.response(200, body: reachability.json()) }
+        if path == "/ca" { return Self.response(200, body: Self.caJSON(ca)) }
         if path == "/healthz" { return Self.response(200, body: Array("{\"status\":\"ok\"}\n".utf8)) }
         if path == "/readyz" {
             return isReady() ? Self.response(200, body: Array("{\"status\":\"ready\"}\n".utf8))
@@ -200,6 +215,27 @@ final class AdminServer {
             s += "]}\n"
             c.answer(Self.response(200, body: Array(s.utf8)))
         }
+    }
+
+    /// `{"configured":true,"subject":…,"sha256_fingerprint":…,"expires":…,"expires_unix":…,
+    /// "permits":[…],"certificate":…}`, or `{"configured":false}` without `ca:`.
+    static func caJSON(_ ca: CertificateAuthority?) -> [UInt8] {
+        guard let ca else { return Array("{\"configured\":false}\n".utf8) }
+        var s = "{\"configured\":true,\"subject\":"
+        JSON.appendString(ca.subject, to: &s)
+        s += ",\"sha256_fingerprint\":"
+        JSON.appendString(ca.fingerprint, to: &s)
+        s += ",\"expires\":"
+        JSON.appendString(ca.expiry, to: &s)
+        s += ",\"expires_unix\":\(ca.expirySeconds),\"permits\":["
+        for (i, name) in ca.permittedNames.enumerated() {
+            if i > 0 { s += "," }
+            JSON.appendString(name, to: &s)
+        }
+        s += "],\"certificate\":"
+        JSON.appendString(ca.certificatePath, to: &s)
+        s += "}\n"
+        return Array(s.utf8)
     }
 
     /// `/rejects?since=10m&route=api` → ("/rejects", [("since", "10m"), ("route", "api")]), percent-decoded.

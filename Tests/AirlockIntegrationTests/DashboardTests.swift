@@ -1,0 +1,276 @@
+import AirlockTesting
+import Foundation
+import XCTest
+
+/// The dashboard (issue #22): `GET /` on the admin listener, driven in headless Chromium over the
+/// DevTools protocol (`Chromium.Page`) against the built `airlock`, real traffic from curl through
+/// it to an origin on 127.0.0.1:0 that sends a download slowly.
+final class DashboardTests: XCTestCase {
+    private var airlock: AirlockProcess?
+    private var origin: TCPTestServer?
+    private var page: Chromium.Page?
+    private var caDir: String?
+
+    override func tearDown() {
+        page?.close()
+        airlock?.stop()
+        origin?.stop()
+        if let caDir { try? FileManager.default.removeItem(atPath: caDir) }
+    }
+
+    static let token = "dashboard-test-token-0123456789"
+    /// The slow download: 8 MiB, 32 KiB every 50 ms (about 13 s unless cancelled).
+    static let slowBytes = 8 * 1024 * 1024
+
+    /// An origin: `/slow` trickles `slowBytes`; anything else answers 200 with an HTML body (which the
+    /// `json` route rejects: `unacceptable-content-type`).
+    private func startOrigin() throws -> TCPTestServer {
+        let s = try TCPTestServer { c in
+            guard let head = try? c.read(through: "\r\n\r\n", timeout: 10) else { return }
+            if String(decoding: head, as: UTF8.self).hasPrefix("GET /slow ") {
+                try? c.write("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(Self.slowBytes)\r\n\r\n")
+                let chunk = [UInt8](repeating: 0x61, count: 32 * 1024)
+                for _ in 0..<(Self.slowBytes / chunk.count) {
+                    guard (try? c.write(chunk, timeout: 10)) != nil else { return }
+                    usleep(50_000)
+                }
+            } else {
+                let body = "<h1>not json</h1>"
+                try? c.write("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            }
+        }
+        origin = s
+        return s
+    }
+
+    /// A gateway in front of `o` (route `json` for `/j/`, responses must be JSON; route `api` for the
+    /// rest) with its admin listener on a free port; `extra` adds top-level lines.
+    private func startGateway(_ o: TCPTestServer, extra: String = "") throws -> (AirlockProcess, UInt16) {
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 2
+            \(Fixture.limitsYAML(["upstream_timeout": "30s"]))
+            admin: 127.0.0.1:0
+            \(extra)
+            routes:
+              - name: json
+                match: { host: "*", path_prefix: /j/ }
+                upstream: http://127.0.0.1:\(o.port)
+                response: { serializer: json }
+              - name: api
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(o.port)
+            """)
+        airlock = a
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        return (a, UInt16(try XCTUnwrap(record["port"] as? Int)))
+    }
+
+    /// curl downloading `/slow` through the gateway in the background, as request id `id`.
+    private func startDownload(_ a: AirlockProcess, id: String) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Curl.executable)
+        p.arguments = ["-s", "-o", "/dev/null", "-w", "%{size_download}", "--max-time", "40", "--noproxy", "*",
+                       "-H", "X-Request-Id: \(id)", "http://127.0.0.1:\(a.port)/slow"]
+        p.standardOutput = Pipe()
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        return p
+    }
+
+    private func admin(_ port: UInt16, _ method: String, _ path: String, token: String? = nil) throws -> RawResponse {
+        let c = try RawClient(port: port)
+        defer { c.close() }
+        let auth = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        return try c.exchange("\(method) \(path) HTTP/1.1\r\nHost: admin\r\n\(auth)\r\n", method: method)
+    }
+
+    private func taskIDs(_ port: UInt16, token: String? = nil) throws -> [String] {
+        let json = Fixture.json(try admin(port, "GET", "/tasks", token: token).body)
+        return (json["tasks"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+    }
+
+    /// Where the tests keep their screenshots: `<package>/.build/dashboard/`.
+    static let screenshots: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/dashboard").path
+
+    private static func progressOf(_ id: String) -> String {
+        "(document.querySelector('tr.task[data-id=\"\(id)\"] progress.down') || {value: -1}).value"
+    }
+
+    // MARK: the page itself
+
+    /// `GET /` is the page: HTML with its script and style inline (nothing from another origin),
+    /// a policy that keeps it so, valid for an offline validator (tidy); served without the token,
+    /// which it holds no data for, while every data path still needs it.
+    func testPageIsServedSelfContainedAndValid() throws {
+        try Requirement.tool("/usr/bin/tidy")
+        let (_, port) = try startGateway(try startOrigin(), extra: "admin_token: \(Self.token)")
+        let r = try admin(port, "GET", "/")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.header("content-type"), "text/html; charset=utf-8")
+        let csp = try XCTUnwrap(r.header("content-security-policy"))
+        XCTAssertTrue(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"), csp)
+        let html = String(decoding: r.body, as: UTF8.self)
+        XCTAssertTrue(html.hasPrefix("<!DOCTYPE html>"))
+        XCTAssertTrue(html.contains("data-token=\"required\""), "the page knows to ask for the token")
+        XCTAssertFalse(html.contains(Self.token), "the page never carries the token")
+        for remote in ["://", "src=", "url(", "@import", "import("] {
+            XCTAssertFalse(html.contains(remote), "nothing loaded from elsewhere: \(remote)")
+        }
+        XCTAssertEqual(try admin(port, "GET", "/tasks").status, 401, "data still needs the token")
+        XCTAssertEqual(try admin(port, "POST", "/").status, 405)
+        XCTAssertEqual(Fixture.json(try admin(port, "GET", "/ca", token: Self.token).body)["configured"] as? Bool, false)
+
+        let file = Fixture.tempFile("dashboard.html")
+        try Data(r.body).write(to: URL(fileURLWithPath: file))
+        let tidy = try runProcess("/usr/bin/tidy", ["-errors", "-quiet", file], timeout: 20)
+        XCTAssertEqual(tidy.exitCode, 0, "tidy: \(tidy.stderr)\(tidy.stdoutString)")
+        XCTAssertEqual(tidy.stderr + tidy.stdoutString, "")
+    }
+
+    // MARK: live, in Chromium
+
+    /// With curl downloading slowly through the gateway, the page lists the task with a download
+    /// bar that moves; a rejected response shows up with its reason within a second; the cancel
+    /// button cancels the download (curl sees it cut short, `/tasks` drops it); and the page logs
+    /// no console error meanwhile. The screenshot stays in `.build/dashboard/live.png`.
+    func testLivePageShowsProgressRejectsAndCancels() throws {
+        let (a, port) = try startGateway(try startOrigin())
+        let p = try Chromium.Page(url: "http://127.0.0.1:\(port)/")
+        page = p
+        XCTAssertTrue(try p.wait(until: "document.getElementById('conn').textContent === 'live'", timeout: 10),
+                      "the event stream is open")
+        let download = try startDownload(a, id: "dash-slow-1")
+        defer { if download.isRunning { download.terminate() } }
+
+        // In flight, with a bar that moves.
+        XCTAssertTrue(try p.wait(until: "\(Self.progressOf("dash-slow-1")) > 0", timeout: 10), "the download is shown")
+        let first = try XCTUnwrap(try p.evaluate(Self.progressOf("dash-slow-1")) as? Double)
+        XCTAssertTrue(try p.wait(until: "\(Self.progressOf("dash-slow-1")) > \(first)", timeout: 5),
+                      "the progress bar moves past \(first)")
+        let row = try XCTUnwrap(try p.evaluate("document.querySelector('tr.task[data-id=\"dash-slow-1\"]').textContent") as? String)
+        XCTAssertTrue(row.contains("/slow") && row.contains("GET") && row.contains("api") && row.contains("of 8.0 MiB"), row)
+
+        // A reject, with its reason, within a second of the client's answer.
+        let rejected = try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}",
+                                     "http://127.0.0.1:\(a.port)/j/bad"], timeout: 10)
+        XCTAssertEqual(rejected.stdoutString, "502")
+        let seenAt = Date()
+        XCTAssertTrue(try p.wait(until: "[...document.querySelectorAll('#rejects li.reject .reason')]"
+                                 + ".some(e => e.textContent === 'unacceptable-content-type')", timeout: 1),
+                      "the reject is shown within a second")
+        XCTAssertLessThan(Date().timeIntervalSince(seenAt), 1.5)
+        // Expanded, the full record: the body sample as text, the command to read it again.
+        let details = try XCTUnwrap(try p.evaluate("""
+            (() => { const d = document.querySelector('#rejects li.reject details'); d.open = true;
+              return d.querySelector('pre.sample').textContent + '|' + d.querySelector('code.command').textContent
+                + '|' + d.textContent; })()
+            """) as? String)
+        XCTAssertTrue(details.hasPrefix("<h1>not json</h1>|airlock rejects --admin 127.0.0.1:\(port) --since "), details)
+        XCTAssertTrue(details.contains("--route json --side response"), details)
+        for field in ["content typetext/html", "status200", "request id", "reasonunacceptable-content-type", "modeenforce"] {
+            XCTAssertTrue(details.contains(field), "\(field) in \(details)")
+        }
+        // Filtered by side: the request side has none.
+        XCTAssertEqual(try p.evaluate("""
+            (() => { const s = document.getElementById('f-side'); s.value = 'request'; s.dispatchEvent(new Event('change'));
+              return new Promise(r => requestAnimationFrame(() => r(document.querySelectorAll('#rejects li.reject').length))); })()
+            """) as? Int, 0)
+
+        try FileManager.default.createDirectory(atPath: Self.screenshots, withIntermediateDirectories: true)
+        try p.evaluate("(() => { const s = document.getElementById('f-side'); s.value = ''; s.dispatchEvent(new Event('change')); })()")
+        try p.screenshot(to: Self.screenshots + "/live.png")
+
+        // Cancel from the page.
+        XCTAssertTrue(try taskIDs(port).contains("dash-slow-1"))
+        try p.evaluate("document.querySelector('tr.task[data-id=\"dash-slow-1\"] button.cancel').click()")
+        let deadline = Date().addingTimeInterval(10)
+        while download.isRunning, Date() < deadline { usleep(20_000) }
+        guard !download.isRunning else { return XCTFail("curl's download goes on: the cancel did not reach it") }
+        XCTAssertEqual(download.terminationStatus, 18, "curl saw the body cut short (CURLE_PARTIAL_FILE)")
+        let got = Int(String(decoding: (download.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(),
+                             as: UTF8.self)) ?? -1
+        XCTAssertGreaterThan(got, 0)
+        XCTAssertLessThan(got, Self.slowBytes)
+        XCTAssertFalse(try taskIDs(port).contains("dash-slow-1"), "/tasks no longer lists it")
+        XCTAssertTrue(try p.wait(until: "!document.querySelector('tr.task[data-id=\"dash-slow-1\"]')", timeout: 3),
+                      "the page drops the row")
+
+        XCTAssertEqual(try p.consoleErrors(), [], "no console errors")
+    }
+
+    /// With `admin_token` set the page shows nothing and asks for data nowhere until the token is
+    /// given; a wrong one is refused; the right one shows the data, travels only in a header, and is
+    /// kept for the tab: a reload does not ask again.
+    func testTokenPromptGatesEverything() throws {
+        let (a, port) = try startGateway(try startOrigin(), extra: "admin_token: \(Self.token)")
+        let download = try startDownload(a, id: "dash-gated-1")
+        defer { if download.isRunning { download.terminate() } }
+        XCTAssertEqual(try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}",
+                                     "http://127.0.0.1:\(a.port)/j/bad"], timeout: 10).stdoutString, "502")
+        let deadline = Date().addingTimeInterval(10)
+        while try !taskIDs(port, token: Self.token).contains("dash-gated-1"), Date() < deadline { usleep(50_000) }
+
+        let p = try Chromium.Page(url: "http://127.0.0.1:\(port)/")
+        page = p
+        let dataPaths = "performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)"
+        XCTAssertEqual(try p.evaluate("document.getElementById('login').hidden") as? Bool, false, "the prompt is shown")
+        XCTAssertEqual(try p.evaluate("document.getElementById('main').hidden") as? Bool, true)
+        usleep(1_000_000)   // what the page would have fetched by now without a gate
+        XCTAssertEqual(try p.evaluate("document.querySelectorAll('tr.task, li.reject, tr.upstream').length") as? Int, 0)
+        XCTAssertEqual(try p.evaluate(dataPaths) as? [String], [], "no request before the token")
+
+        // A wrong token: refused, still nothing shown.
+        try p.evaluate("document.getElementById('token').value = 'wrong-token-0123456789'; document.getElementById('login').requestSubmit()")
+        XCTAssertTrue(try p.wait(until: "document.getElementById('login-error').textContent === 'the token was refused'", timeout: 5))
+        XCTAssertEqual(try p.evaluate("document.getElementById('main').hidden") as? Bool, true)
+
+        // The right one: the data appears.
+        try p.evaluate("document.getElementById('token').value = '\(Self.token)'; document.getElementById('login').requestSubmit()")
+        XCTAssertTrue(try p.wait(until: "document.querySelector('tr.task[data-id=\"dash-gated-1\"]')", timeout: 5))
+        XCTAssertTrue(try p.wait(until: "document.querySelector('#rejects li.reject')", timeout: 5))
+        XCTAssertTrue(try p.wait(until: "document.getElementById('conn').textContent === 'live'", timeout: 5))
+        let urls = try XCTUnwrap(try p.evaluate("performance.getEntriesByType('resource').map(e => e.name)") as? [String])
+        XCTAssertTrue(urls.contains { $0.hasSuffix("/tasks") } && urls.contains { $0.hasSuffix("/rejects") }, "\(urls)")
+        for u in urls { XCTAssertFalse(u.contains(Self.token) || u.contains("not json"), "no token or sample in a URL: \(u)") }
+
+        // Kept for the tab: a reload shows the data without asking.
+        try p.evaluate("location.reload()")
+        XCTAssertTrue(try p.wait(until: "performance.getEntriesByType('navigation')[0].type === 'reload'"
+                                 + " && document.querySelector('tr.task[data-id=\"dash-gated-1\"]')", timeout: 10))
+        XCTAssertEqual(try p.evaluate("document.getElementById('login').hidden") as? Bool, true)
+    }
+
+    /// `GET /ca` gives the local CA's facts (what `airlock ca show` prints), and the page shows
+    /// its fingerprint and how to trust it; without `ca:` it says there is none.
+    func testCAFactsAreServedAndShown() throws {
+        let dir = NSTemporaryDirectory() + "airlock-dashboard-ca-\(UUID().uuidString)"
+        caDir = dir
+        let made = try runProcess(AirlockProcess.builtExecutable(), ["ca", "init", "--dir", dir])
+        XCTAssertEqual(made.exitCode, 0, made.stderr)
+        let shown = try runProcess(AirlockProcess.builtExecutable(), ["ca", "show", "--dir", dir])
+        let fingerprint = try XCTUnwrap(shown.stdoutString.split(separator: "\n")
+            .first { $0.hasPrefix("sha256 fingerprint: ") }.map { String($0.dropFirst("sha256 fingerprint: ".count)) })
+        let (_, port) = try startGateway(try startOrigin(), extra: """
+            ca:
+              certificate: "\(dir)/airlock-ca.pem"
+              key: "\(dir)/airlock-ca.key"
+            """)
+        let json = Fixture.json(try admin(port, "GET", "/ca").body)
+        XCTAssertEqual(json["configured"] as? Bool, true)
+        XCTAssertEqual(json["sha256_fingerprint"] as? String, fingerprint)
+        XCTAssertEqual(json["certificate"] as? String, "\(dir)/airlock-ca.pem")
+        XCTAssertGreaterThan(json["expires_unix"] as? Int ?? 0, Int(Date().timeIntervalSince1970))
+        XCTAssertTrue(shown.stdoutString.contains("expires: \(json["expires"] as? String ?? "?")"), shown.stdoutString)
+
+        let p = try Chromium.Page(url: "http://127.0.0.1:\(port)/")
+        page = p
+        XCTAssertTrue(try p.wait(until: "document.querySelector('#ca .fingerprint')", timeout: 10))
+        XCTAssertEqual(try p.evaluate("document.querySelector('#ca .fingerprint').textContent") as? String, fingerprint)
+        let how = try XCTUnwrap(try p.evaluate("document.querySelector('#ca pre.trust').textContent") as? String)
+        XCTAssertTrue(how.contains("curl --cacert \(dir)/airlock-ca.pem --proxy"), how)
+        XCTAssertEqual(try p.consoleErrors(), [])
+    }
+}
