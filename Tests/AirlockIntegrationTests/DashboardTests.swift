@@ -243,6 +243,63 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(try p.evaluate("document.getElementById('login').hidden") as? Bool, true)
     }
 
+    /// `GET /upstreams` gives an https upstream's pinning (mode, scope, pins) and, once a request
+    /// went through, its last handshake: the leaf's subject, issuer and expiry and the certificate
+    /// whose pin matched — here the root, which the server does not send (the validated chain
+    /// counts, as in the policy). The page shows them.
+    func testUpstreamTLSDetailsAreServedAndShown() throws {
+        let pki = try TLSTestPKI.generate()
+        defer { pki.remove() }
+        let o = try TLSTestOrigin(pki: pki)
+        defer { o.stop() }
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            admin: 127.0.0.1:0
+            routes:
+              - name: tls
+                match: { host: "*" }
+                upstream: https://localhost:\(o.port)
+                security:
+                  ca: "\(pki.path("root.pem"))"
+                  pinning: public-key
+                  pins: ["\(pki.pin("root"))"]
+            """)
+        airlock = a
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let port = UInt16(try XCTUnwrap(record["port"] as? Int))
+        func security() throws -> [String: Any] {
+            let json = Fixture.json(try admin(port, "GET", "/upstreams").body)
+            let upstream = (json["upstreams"] as? [[String: Any]])?.first { $0["route"] as? String == "tls" }
+            return try XCTUnwrap(upstream?["security"] as? [String: Any], "\(json)")
+        }
+        let before = try security()
+        XCTAssertEqual(before["pinning"] as? String, "public-key")
+        XCTAssertEqual(before["pin_scope"] as? String, "chain")
+        XCTAssertEqual(before["pins"] as? [String], [pki.pin("root")])
+        XCTAssertTrue(before["last_handshake"] is NSNull, "no handshake yet: \(before)")
+
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        XCTAssertEqual(try c.exchange("GET /tls HTTP/1.1\r\nHost: app.example.test\r\n\r\n").status, 200)
+        let handshake = try XCTUnwrap(try security()["last_handshake"] as? [String: Any])
+        XCTAssertTrue((handshake["subject"] as? String ?? "").contains("localhost"), "\(handshake)")
+        XCTAssertTrue((handshake["issuer"] as? String ?? "").contains("Intermediate"), "\(handshake)")
+        XCTAssertFalse((handshake["expires"] as? String ?? "").isEmpty)
+        XCTAssertEqual(handshake["resumed"] as? Bool, false)
+        let matched = try XCTUnwrap(handshake["pin_matched"] as? [String: Any], "\(handshake)")
+        XCTAssertEqual(matched["pin"] as? String, pki.pin("root"))
+        XCTAssertTrue((matched["subject"] as? String ?? "").contains("Root"), "\(matched)")
+
+        let p = try Chromium.Page(url: "http://127.0.0.1:\(port)/")
+        page = p
+        XCTAssertTrue(try p.wait(until: "document.getElementById('upstream-security').textContent.includes('\(pki.pin("root"))')",
+                                 timeout: 10))
+        let shown = try XCTUnwrap(try p.evaluate("document.getElementById('upstream-security').textContent") as? String)
+        XCTAssertTrue(shown.contains("public-key") && shown.contains("localhost") && shown.contains("pin matched"), shown)
+        XCTAssertEqual(try p.consoleErrors(), [])
+    }
+
     /// `GET /ca` gives the local CA's facts (what `airlock ca show` prints), and the page shows
     /// its fingerprint and how to trust it; without `ca:` it says there is none.
     func testCAFactsAreServedAndShown() throws {

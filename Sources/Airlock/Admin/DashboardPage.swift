@@ -44,6 +44,7 @@ section { background: var(--card); border: 1px solid var(--line); border-radius:
 section.wide { grid-column: 1 / -1; }
 h2 { font-size: 15px; margin: .2em 0 .6em; }
 h2 small { color: var(--muted); font-weight: normal; }
+h3 { font-size: 13px; margin: .8em 0 .2em; }
 table { width: 100%; border-collapse: collapse; table-layout: fixed; }
 th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid var(--line); overflow: hidden;
   text-overflow: ellipsis; white-space: nowrap; vertical-align: middle; }
@@ -460,13 +461,22 @@ canvas { width: 100%; height: 160px; display: block; }
     for (const x of u.upstreams) {
       if (!x.security) continue;
       const s = x.security;
-      const lines = [["pinning", s.pinning + (s.pins && s.pins.length ? " · pins " + s.pins.join(", ") : "")]];
+      const lines = [["pinning", s.pinning + (s.pinning === "none" ? "" : " (" + s.pin_scope + ")")
+        + (s.allow_invalid_certificates ? " · invalid certificates allowed" : "")
+        + (s.validates_domain_name ? "" : " · name not checked")]];
+      if (s.pins.length) lines.push(["pins", s.pins.join(" ")]);
+      if (s.certificates) lines.push(["pinned certificates", String(s.certificates)]);
       const h = s.last_handshake;
-      if (h) lines.push(["last handshake", h.protocol + " " + h.cipher], ["subject", h.subject], ["issuer", h.issuer],
-        ["expires", h.expires], ["pin matched", h.pin_matched || "-"]);
+      if (h) {
+        lines.push(["last handshake", since(h.at) + (h.resumed ? " (resumed session)" : "")], ["subject", h.subject],
+          ["issuer", h.issuer], ["expires", h.expires],
+          ["pin matched", h.pin_matched ? h.pin_matched.pin + " (" + h.pin_matched.subject + ")" : "-"]);
+      } else {
+        lines.push(["last handshake", "none yet"]);
+      }
       const dl = el("dl");
       for (const [k, v] of lines) dl.append(el("dt", { text: k }), el("dd", { text: v }));
-      parts.push(el("h2", { text: x.route + " → " + x.upstream }), dl);
+      parts.push(el("h3", { text: "TLS: " + x.route + " → " + x.upstream }), dl);
     }
     sec.replaceChildren(...parts);
   }
