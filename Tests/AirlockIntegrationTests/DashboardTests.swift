@@ -243,6 +243,41 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(try p.evaluate("document.getElementById('login').hidden") as? Bool, true)
     }
 
+    /// `GET /events?kinds=rejected,cancelled` (what the page asks for) streams only those kinds:
+    /// a completed request posts nothing to it (the gateway builds no event for a kind nobody
+    /// takes), a rejected one arrives; an unknown kind is refused.
+    func testEventsStreamOnlyTheKindsAsked() throws {
+        let (a, port) = try startGateway(try startOrigin())
+        XCTAssertEqual(try admin(port, "GET", "/events?kinds=rejected,finished").status, 400)
+        XCTAssertEqual(try admin(port, "GET", "/events?kinds=").status, 400)
+        XCTAssertEqual(try admin(port, "GET", "/tasks?kinds=rejected").status, 400)
+
+        let s = try RawClient(port: port)
+        defer { s.close() }
+        try s.send("GET /events?kinds=rejected,cancelled HTTP/1.1\r\nHost: admin\r\n\r\n")
+        var text = ""
+        func read(until marker: String) throws {
+            let deadline = Date().addingTimeInterval(5)
+            while !text.contains(marker), Date() < deadline {
+                text += String(decoding: try s.read(upTo: 65_536, timeout: 1), as: UTF8.self)
+            }
+        }
+        try read(until: ": airlock task events")   // subscribed: the head is written when it is
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 OK\r\n"), text)
+        let first = try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Request-Id: ev-first",
+                               "http://127.0.0.1:\(a.port)/j/nothing-wrong"], timeout: 10)
+        XCTAssertEqual(first.stdoutString, "502")
+        XCTAssertEqual(try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Request-Id: ev-fine",
+                                     "http://127.0.0.1:\(a.port)/fine"], timeout: 10).stdoutString, "200")
+        XCTAssertEqual(try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Request-Id: ev-last",
+                                     "http://127.0.0.1:\(a.port)/j/bad"], timeout: 10).stdoutString, "502")
+        try read(until: "\"id\":\"ev-last\"")
+        XCTAssertTrue(text.contains("event: rejected\ndata: {\"event\":\"rejected\",\"id\":\"ev-first\""), text)
+        XCTAssertTrue(text.contains("event: rejected\ndata: {\"event\":\"rejected\",\"id\":\"ev-last\""), text)
+        XCTAssertFalse(text.contains("ev-fine"), "the completed request posts nothing: \(text)")
+        XCTAssertFalse(text.contains("event: resumed") || text.contains("event: completed"), text)
+    }
+
     /// `GET /upstreams` gives an https upstream's pinning (mode, scope, pins) and, once a request
     /// went through, its last handshake: the leaf's subject, issuer and expiry and the certificate
     /// whose pin matched — here the root, which the server does not send (the validated chain

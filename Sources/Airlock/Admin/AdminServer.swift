@@ -149,15 +149,24 @@ final class AdminServer {
 
     private func taskRoute(_ method: AirlockWire.Method, _ path: String, _ query: [(String, String)],
                            _ c: AdminConnection) -> [UInt8]? {
-        if let (key, _) = query.first {
-            return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (\(path) takes none)")
+        var kinds = TaskEventKinds.all
+        for (key, value) in query {
+            guard path == "/events", key == "kinds" else {
+                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (\(path) takes "
+                                  + (path == "/events" ? "kinds" : "none") + ")")
+            }
+            guard let k = TaskEventKinds(list: value) else {
+                return Self.error(400, "bad-query", "kinds: expected a comma-separated list of resumed, suspended, "
+                                  + "completed, rejected, cancelled, got \"\(value)\"")
+            }
+            kinds = k
         }
         guard let tasks, let events else { return Self.error(404, "not-found", "no tasks on this admin listener") }
         if path == "/events" {
             guard method == .get else {
                 return Self.error(405, "method-not-allowed", "\(method.name) is not allowed; use GET", extra: [("Allow", "GET")])
             }
-            c.startEvents(events)
+            c.startEvents(events, kinds: kinds)
             return nil
         }
         if path == "/tasks" {
@@ -356,14 +365,14 @@ private final class AdminConnection: StreamDelegate, EventSubscriber {
     static let eventsHead = Array(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
         + "Connection: close\r\n\r\n: airlock task events\n\n").utf8)
 
-    func startEvents(_ hub: TaskEventHub) {
+    func startEvents(_ hub: TaskEventHub, kinds: TaskEventKinds) {
         self.hub = hub
         stream.write(Self.eventsHead)
         // A subscriber waits as long as it likes; one that stops reading is closed only when
         // its socket takes nothing for this long (it loses events meanwhile).
         stream.setTimeouts(read: nil, write: .seconds(60))
         stream.setWriteLowWatermark(TaskEventHub.outputLimit / 2)
-        hub.subscribe(self)
+        hub.subscribe(self, kinds: kinds)
     }
 
     func enqueue(_ event: TaskEvent) {

@@ -235,7 +235,8 @@ canvas { width: 100%; height: 160px; display: block; }
       eventsAbort = new AbortController();
       try {
         const headers = token ? { Authorization: "Bearer " + token } : {};
-        const r = await fetch("/events", { headers, cache: "no-store", signal: eventsAbort.signal });
+        // Only what the page reacts to at once: a busy gateway posts no event per request for it.
+        const r = await fetch("/events?kinds=rejected,cancelled", { headers, cache: "no-store", signal: eventsAbort.signal });
         if (r.status === 401) throw new Unauthorized("/events");
         if (!r.ok || !r.body) throw new Error("/events: " + r.status);
         setConn("live");
@@ -262,6 +263,7 @@ canvas { width: 100%; height: 160px; display: block; }
     }
   }
   let refreshRejects = () => {}, refreshTasks = () => {};
+  // The stream carries rejected and cancelled only (see streamEvents): either ends a task.
   function onMessage(text) {
     let data = null;
     for (const line of text.split("\n")) if (line.startsWith("data:")) data = line.slice(5).trim();
@@ -271,12 +273,8 @@ canvas { width: 100%; height: 160px; display: block; }
     probe.events++;
     if (e.event === "lost") { probe.lost += e.lost; return; }
     if (e.event === "rejected") refreshRejects();
-    if (e.event === "completed" || e.event === "rejected" || e.event === "cancelled") {
-      const i = state.tasks.findIndex((t) => t.id === e.id);
-      if (i >= 0) { state.tasks.splice(i, 1); invalidate("tasks"); }
-    } else if (e.event === "resumed") {
-      refreshTasks();
-    }
+    const i = state.tasks.findIndex((t) => t.id === e.id);
+    if (i >= 0) { state.tasks.splice(i, 1); invalidate("tasks"); }
   }
 
   // ---- in flight ----
