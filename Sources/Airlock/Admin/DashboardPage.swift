@@ -129,7 +129,10 @@ canvas { width: 100%; height: 160px; display: block; }
 "use strict";
 (() => {
   const TOKEN_KEY = "airlock.admin_token";
-  const MAX_TASK_ROWS = 100, MAX_REJECT_ROWS = 100, HISTORY_SECONDS = 300;
+  const MAX_TASK_ROWS = 100, MAX_REJECT_ROWS = 100;
+  // Poll periods (ms): what the gateway spends on an open page is a fixed cost per second.
+  const TASKS_EVERY = 1000, METRICS_EVERY = 2000, UPSTREAMS_EVERY = 5000, REJECTS_EVERY = 5000, CA_EVERY = 60000;
+  const HISTORY_POINTS = 150;   // 5 minutes of METRICS_EVERY
   const CLASSES = ["2xx", "3xx", "4xx", "5xx", "1xx"];
   const COLORS = { "1xx": "#9aa4b2", "2xx": "#2e9d5b", "3xx": "#2f6fde", "4xx": "#d08a00", "5xx": "#cf3a3a" };
   const $ = (id) => document.getElementById(id);
@@ -220,7 +223,7 @@ canvas { width: 100%; height: 160px; display: block; }
   function every(ms, fn) {
     let busy = false;
     const tick = async () => {
-      if (!running || busy) return;
+      if (!running || busy || document.hidden) return;   // a hidden tab asks for nothing
       busy = true;
       try { await fn(); probe.polls++; } catch (e) { failed(e); } finally { busy = false; }
     };
@@ -504,7 +507,7 @@ canvas { width: 100%; height: 160px; display: block; }
       const point = {};
       for (const c of CLASSES) point[c] = Math.max(0, (counts[c] - state.lastCounts.counts[c]) / dt);
       state.series.push(point);
-      if (state.series.length > HISTORY_SECONDS) state.series.shift();
+      if (state.series.length > HISTORY_POINTS) state.series.shift();
     }
     state.lastCounts = { counts, at: now };
     state.totals = { counts, rejects, tunnelsOpen, inFlight };
@@ -520,11 +523,11 @@ canvas { width: 100%; height: 160px; display: block; }
     const series = state.series;
     let max = 1;
     for (const p of series) { let s = 0; for (const c of CLASSES) s += p[c]; max = Math.max(max, s); }
-    const top = 14, plot = height - top - 14, step = width / HISTORY_SECONDS;
+    const top = 14, plot = height - top - 14, step = width / HISTORY_POINTS;
     g.strokeStyle = "#e3e6eb"; g.fillStyle = "#667085"; g.font = "11px sans-serif";
     g.beginPath(); g.moveTo(0, top + 0.5); g.lineTo(width, top + 0.5); g.moveTo(0, top + plot + 0.5); g.lineTo(width, top + plot + 0.5); g.stroke();
     g.fillText(max.toFixed(max < 10 ? 1 : 0) + "/s", 2, 11);
-    g.fillText("-" + (HISTORY_SECONDS / 60) + " min", 2, height - 2);
+    g.fillText("-" + Math.round(HISTORY_POINTS * METRICS_EVERY / 60000) + " min", 2, height - 2);
     series.forEach((p, i) => {
       const x = width - (series.length - i) * step;
       let y = top + plot;
@@ -578,11 +581,11 @@ canvas { width: 100%; height: 160px; display: block; }
     $("login").hidden = true;
     $("main").hidden = false;
     setConn("connecting");
-    refreshTasks = every(500, pollTasks);
-    refreshRejects = every(3000, pollRejects);
-    every(2000, pollUpstreams);
-    every(1000, pollMetrics);
-    every(30000, pollCA);
+    refreshTasks = every(TASKS_EVERY, pollTasks);
+    refreshRejects = every(REJECTS_EVERY, pollRejects);
+    every(UPSTREAMS_EVERY, pollUpstreams);
+    every(METRICS_EVERY, pollMetrics);
+    every(CA_EVERY, pollCA);
     streamEvents();
   }
   function signOut(why) {
