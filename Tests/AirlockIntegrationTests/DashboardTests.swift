@@ -243,6 +243,69 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(try p.evaluate("document.getElementById('login').hidden") as? Bool, true)
     }
 
+    /// Traffic and tunnels: after requests through the gateway the page counts them by status
+    /// class and draws them (2xx-green pixels on the canvas); an open CONNECT tunnel is listed with
+    /// the bytes it carried each way. The screenshot stays in `.build/dashboard/traffic.png`.
+    func testTrafficChartAndTunnelsAreShown() throws {
+        let o = try startOrigin()
+        let echo = try TCPTestServer { c in
+            guard (try? c.read(exactly: 3000, timeout: 10)) != nil else { return }
+            try? c.write([UInt8](repeating: 0x62, count: 5000))
+            _ = try? c.readToEnd(timeout: 20)
+        }
+        defer { echo.stop() }
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 2
+            \(Fixture.limitsYAML([:]))
+            admin: 127.0.0.1:0
+            routes:
+              - name: tun
+                match: { host: "127.0.0.1" }
+                connect: tunnel
+                connect_ports: [\(echo.port)]
+                upstream: origin
+              - name: api
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(o.port)
+            """)
+        airlock = a
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let port = UInt16(try XCTUnwrap(record["port"] as? Int))
+        let p = try Chromium.Page(url: "http://127.0.0.1:\(port)/")
+        page = p
+        XCTAssertTrue(try p.wait(until: "document.getElementById('traffic-totals').textContent.includes('2xx 0')", timeout: 10))
+
+        let greenPixels = """
+            (() => { const c = document.getElementById('chart'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+              let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 200 && Math.abs(d[i] - 46) < 12 && Math.abs(d[i + 1] - 157) < 12 && Math.abs(d[i + 2] - 91) < 12) n++;
+              return n; })()
+            """
+        XCTAssertEqual(try p.evaluate(greenPixels) as? Int, 0, "no 2xx bar before any request")
+        for i in 0..<12 {
+            XCTAssertEqual(try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Host: app.test",
+                                         "http://127.0.0.1:\(a.port)/page/\(i)"], timeout: 10).stdoutString, "200")
+        }
+        XCTAssertTrue(try p.wait(until: "document.getElementById('traffic-totals').textContent.includes('2xx 12,')", timeout: 6),
+                      "the totals count the 12 requests")
+        XCTAssertTrue(try p.wait(until: "\(greenPixels) > 0", timeout: 6), "the 2xx bar is drawn")
+
+        let tunnel = try TCPTestConnection.connect(port: a.port)
+        defer { tunnel.close() }
+        try tunnel.write("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n")
+        XCTAssertEqual(String(decoding: try tunnel.read(through: "\r\n\r\n", timeout: 10), as: UTF8.self),
+                       "HTTP/1.1 200 Connection established\r\n\r\n")
+        try tunnel.write([UInt8](repeating: 0x61, count: 3000))
+        XCTAssertEqual(try tunnel.read(exactly: 5000, timeout: 10).count, 5000)
+        XCTAssertTrue(try p.wait(until: "[...document.querySelectorAll('#tunnels tr.tunnel')].some(r => r.textContent"
+                                 + ".includes('127.0.0.1:\(echo.port)') && r.textContent.includes('2.9 KiB') && r.textContent.includes('4.9 KiB'))",
+                                 timeout: 5), "the tunnel with 3000 bytes up and 5000 down")
+        XCTAssertEqual(try p.evaluate("document.getElementById('tunnels-count').textContent") as? String, "1")
+        try FileManager.default.createDirectory(atPath: Self.screenshots, withIntermediateDirectories: true)
+        try p.screenshot(to: Self.screenshots + "/traffic.png")
+        XCTAssertEqual(try p.consoleErrors(), [])
+    }
+
     /// `GET /events?kinds=rejected,cancelled` (what the page asks for) streams only those kinds:
     /// a completed request posts nothing to it (the gateway builds no event for a kind nobody
     /// takes), a rejected one arrives; an unknown kind is refused.

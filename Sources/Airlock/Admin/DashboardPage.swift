@@ -88,7 +88,7 @@ canvas { width: 100%; height: 160px; display: block; }
 <section class="wide" id="inflight-section">
 <h2>In flight <small id="inflight-count">0</small></h2>
 <table>
-<colgroup><col style="width:6%"><col style="width:25%"><col style="width:9%"><col style="width:9%"><col style="width:18%"><col style="width:18%"><col style="width:7%"><col style="width:8%"></colgroup>
+<colgroup><col style="width:8%"><col style="width:23%"><col style="width:9%"><col style="width:9%"><col style="width:18%"><col style="width:18%"><col style="width:7%"><col style="width:8%"></colgroup>
 <thead><tr><th>Method</th><th>URL</th><th>Route</th><th>State</th><th>Upload</th><th>Download</th><th>Age</th><th>Cancel</th></tr></thead>
 <tbody id="tasks"><tr><td colspan="8" class="muted">nothing in flight</td></tr></tbody>
 </table>
