@@ -173,11 +173,26 @@ final class DashboardTests: XCTestCase {
         for field in ["content typetext/html", "status200", "request id", "reasonunacceptable-content-type", "modeenforce"] {
             XCTAssertTrue(details.contains(field), "\(field) in \(details)")
         }
-        // Filtered by side: the request side has none.
-        XCTAssertEqual(try p.evaluate("""
-            (() => { const s = document.getElementById('f-side'); s.value = 'request'; s.dispatchEvent(new Event('change'));
-              return new Promise(r => requestAnimationFrame(() => r(document.querySelectorAll('#rejects li.reject').length))); })()
-            """) as? Int, 0)
+        // Filtered by side and by route: the request side has none; route json has it.
+        func shownWith(_ id: String, _ value: String) throws -> Int? {
+            try p.evaluate("""
+                (() => { const s = document.getElementById('\(id)'); s.value = '\(value)'; s.dispatchEvent(new Event('change'));
+                  return new Promise(r => requestAnimationFrame(() => r(document.querySelectorAll('#rejects li.reject').length))); })()
+                """) as? Int
+        }
+        XCTAssertEqual(try shownWith("f-side", "request"), 0)
+        XCTAssertEqual(try shownWith("f-side", "response"), 1)
+        XCTAssertEqual(try p.evaluate("[...document.getElementById('f-route').options].map(o => o.value)") as? [String],
+                       ["", "json"], "the route filter offers the routes that have rejects")
+        XCTAssertEqual(try shownWith("f-route", "json"), 1)
+        // The command is copied (or, where the clipboard is refused, selected for Ctrl+C).
+        try p.evaluate("document.querySelector('#rejects button.copy').click()")
+        XCTAssertTrue(try p.wait(until: "document.querySelector('#rejects button.copy').textContent !== 'Copy command'", timeout: 3))
+        let copied = try XCTUnwrap(try p.evaluate("""
+            (async () => { const b = document.querySelector('#rejects button.copy');
+              return b.textContent === 'Copied' ? await navigator.clipboard.readText() : getSelection().toString(); })()
+            """) as? String)
+        XCTAssertEqual(copied, String(details.split(separator: "|")[1]))
 
         try FileManager.default.createDirectory(atPath: Self.screenshots, withIntermediateDirectories: true)
         try p.evaluate("(() => { const s = document.getElementById('f-side'); s.value = ''; s.dispatchEvent(new Event('change')); })()")

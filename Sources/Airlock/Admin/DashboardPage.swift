@@ -431,7 +431,7 @@ canvas { width: 100%; height: 160px; display: block; }
     try { await navigator.clipboard.writeText(b.dataset.command); b.textContent = "Copied"; }
     catch (_) {
       const range = document.createRange();
-      range.selectNodeContents(b.nextElementSibling.nextElementSibling || b.parentElement);
+      range.selectNodeContents(b.nextElementSibling || b.parentElement);
       getSelection().removeAllRanges(); getSelection().addRange(range);
       b.textContent = "Selected: press Ctrl+C";
     }
