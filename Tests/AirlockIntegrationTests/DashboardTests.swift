@@ -121,6 +121,7 @@ final class DashboardTests: XCTestCase {
         }
         XCTAssertEqual(try admin(port, "GET", "/tasks").status, 401, "data still needs the token")
         XCTAssertEqual(try admin(port, "POST", "/").status, 405)
+        XCTAssertEqual(try admin(port, "GET", "/?from=bookmark").body, r.body, "a query string still gets the page")
         XCTAssertEqual(Fixture.json(try admin(port, "GET", "/ca", token: Self.token).body)["configured"] as? Bool, false)
 
         let file = Fixture.tempFile("dashboard.html")
@@ -152,6 +153,8 @@ final class DashboardTests: XCTestCase {
                       "the progress bar moves past \(first)")
         let row = try XCTUnwrap(try p.evaluate("document.querySelector('tr.task[data-id=\"dash-slow-1\"]').textContent") as? String)
         XCTAssertTrue(row.contains("/slow") && row.contains("GET") && row.contains("api") && row.contains("of 8.0 MiB"), row)
+        XCTAssertTrue(try p.wait(until: "/ of 8\\.0 MiB · [0-9.]+ [KM]iB\\/s/.test(document.querySelector('tr.task[data-id=\"dash-slow-1\"]').textContent)",
+                                 timeout: 5), "the download's rate is shown")
 
         // A reject, with its reason, within a second of the client's answer.
         let rejected = try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}",
@@ -408,6 +411,8 @@ final class DashboardTests: XCTestCase {
         page = p
         XCTAssertTrue(try p.wait(until: "document.getElementById('upstream-security').textContent.includes('\(pki.pin("root"))')",
                                  timeout: 10))
+        let row = try XCTUnwrap(try p.evaluate("document.querySelector('#upstreams tr.upstream').textContent") as? String)
+        XCTAssertTrue(row.hasPrefix("tls") && row.contains("https://localhost:\(o.port)"), row)
         let shown = try XCTUnwrap(try p.evaluate("document.getElementById('upstream-security').textContent") as? String)
         XCTAssertTrue(shown.contains("public-key") && shown.contains("localhost") && shown.contains("pin matched"), shown)
         XCTAssertEqual(try p.consoleErrors(), [])

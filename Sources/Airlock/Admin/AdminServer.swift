@@ -77,9 +77,10 @@ final class AdminServer {
         case .origin(let p), .absolute(_, _, _, let p): target = p
         default: return Self.error(404, "not-found", "no such admin resource")
         }
+        let (path, query) = Self.splitQuery(target)
         // The page alone is served without the token: it holds no data, and asks for the token
         // before it requests any.
-        if target == "/" {
+        if path == "/" {
             guard head.method == .get else {
                 return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
                                   extra: [("Allow", "GET")])
@@ -90,7 +91,6 @@ final class AdminServer {
             return Self.error(401, "unauthorized", "this admin listener needs Authorization: Bearer <admin_token>",
                               extra: [("WWW-Authenticate", "Bearer realm=\"airlock-admin\"")])
         }
-        let (path, query) = Self.splitQuery(target)
         if path == "/tasks" || path.hasPrefix("/tasks/") || path == "/events" {
             return taskRoute(head.method, path, query, c)
         }
