@@ -48,9 +48,12 @@ extension Chromium {
     /// own timeout, the whole browser by `lifetime` seconds (the driver kills its process group).
     public final class Page: @unchecked Sendable {
         private let process = Process()
-        private let input = Pipe()
+        /// The driver's stdin is a socket, so a write after it exited is an EPIPE error (MSG_NOSIGNAL),
+        /// never a SIGPIPE that would end the test process.
+        private let commandFD: Int32
         private let output = Pipe()
         private var pending: [UInt8] = []
+        private var closed = false
         private let profile: String
 
         public init(url: String, lifetime: Double = 120) throws {
@@ -60,7 +63,14 @@ extension Chromium {
             process.executableURL = URL(fileURLWithPath: TLSFixtureScripts.python())
             process.arguments = [Self.driver, Chromium.executable, profile, url, String(Int(lifetime))]
             process.environment = ChildProcess.environmentWithoutProxies().merging(["HOME": profile]) { $1 }
-            process.standardInput = input
+            let ends = try Descriptors.make("socketpair") {
+                var fds: [Int32] = [-1, -1]
+                return socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 ? fds : nil
+            }
+            commandFD = ends[0]
+            let childEnd = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+            defer { try? childEnd.close() }
+            process.standardInput = childEnd
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -70,6 +80,9 @@ extension Chromium {
                 throw AirlockTestingError(.process, "chromium did not open \(url): \(first)")
             }
         }
+
+        /// The driver's process id (the browser runs in its own process group under it).
+        public var driverPID: Int32 { process.processIdentifier }
 
         /// `Tests/Fixtures/chromium/cdp_page.py`, beside the TLS fixtures.
         static var driver: String {
@@ -115,12 +128,16 @@ extension Chromium {
         public func close() {
             if process.isRunning {
                 _ = try? command(["quit": true], timeout: 5)
-                try? input.fileHandleForWriting.close()
+                shutdown(commandFD, Int32(SHUT_WR))
                 let deadline = Deadline(seconds: 10)
                 while process.isRunning, !deadline.hasPassed { usleep(20_000) }
                 if process.isRunning { process.terminate() }
             }
             try? FileManager.default.removeItem(atPath: profile)
+            if !closed {
+                closed = true
+                Glibc.close(commandFD)
+            }
         }
 
         deinit { close() }
@@ -128,7 +145,13 @@ extension Chromium {
         private func command(_ object: [String: Any], timeout: Double) throws -> [String: Any] {
             var line = try JSONSerialization.data(withJSONObject: object)
             line.append(0x0A)
-            try input.fileHandleForWriting.write(contentsOf: line)
+            var sent = 0
+            while sent < line.count {
+                let n = line.withUnsafeBytes { send(commandFD, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw AirlockTestingError(.process, "chromium driver: \(String(cString: strerror(errno)))") }
+                sent += n
+            }
             return try readAnswer(timeout: timeout)
         }
 

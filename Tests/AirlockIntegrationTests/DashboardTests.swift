@@ -324,6 +324,21 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(try p.consoleErrors(), [])
     }
 
+    /// The test helper itself: a page whose driver died answers the next command with an error
+    /// (EPIPE on its command socket), never a SIGPIPE that would end the whole test process.
+    func testChromiumPageWhoseDriverDiedThrows() throws {
+        let (_, port) = try startGateway(try startOrigin())
+        let p = try Chromium.Page(url: "http://127.0.0.1:\(port)/")
+        page = p
+        XCTAssertEqual(try p.evaluate("1 + 1") as? Int, 2)
+        kill(p.driverPID, SIGKILL)
+        let deadline = Date().addingTimeInterval(5)
+        while kill(p.driverPID, 0) == 0, Date() < deadline { usleep(20_000) }
+        usleep(100_000)
+        XCTAssertThrowsError(try p.evaluate("1 + 1"))
+        XCTAssertThrowsError(try p.evaluate("2 + 2"), "and again, once its socket is closed")
+    }
+
     /// `GET /events?kinds=rejected,cancelled` (what the page asks for) streams only those kinds:
     /// a completed request posts nothing to it (the gateway builds no event for a kind nobody
     /// takes), a rejected one arrives; an unknown kind is refused.
