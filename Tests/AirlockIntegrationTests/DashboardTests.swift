@@ -197,6 +197,16 @@ final class DashboardTests: XCTestCase {
             """) as? String)
         XCTAssertEqual(copied, String(details.split(separator: "|")[1]))
 
+        // A second reject comes first, and the first one stays open as it was.
+        XCTAssertEqual(try Curl.run(["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}",
+                                     "http://127.0.0.1:\(a.port)/j/second"], timeout: 10).stdoutString, "502")
+        XCTAssertTrue(try p.wait(until: "document.querySelectorAll('#rejects li.reject').length === 2", timeout: 1))
+        let order = try XCTUnwrap(try p.evaluate("[...document.querySelectorAll('#rejects li.reject summary')].map(s => s.textContent)")
+            as? [String])
+        XCTAssertTrue(order[0].hasSuffix("/j/second") && order[1].hasSuffix("/j/bad"), "most recent first: \(order)")
+        XCTAssertEqual(try p.evaluate("[...document.querySelectorAll('#rejects li.reject details')].map(d => d.open)") as? [Bool],
+                       [false, true])
+
         try FileManager.default.createDirectory(atPath: Self.screenshots, withIntermediateDirectories: true)
         try p.evaluate("(() => { const s = document.getElementById('f-side'); s.value = ''; s.dispatchEvent(new Event('change')); })()")
         try p.screenshot(to: Self.screenshots + "/live.png")
