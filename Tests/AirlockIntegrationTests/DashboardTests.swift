@@ -343,8 +343,7 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(try p.evaluate("1 + 1") as? Int, 2)
         kill(p.driverPID, SIGKILL)
         let deadline = Date().addingTimeInterval(5)
-        while kill(p.driverPID, 0) == 0, Date() < deadline { usleep(20_000) }
-        usleep(100_000)
+        while kill(p.driverPID, 0) == 0, Date() < deadline { usleep(20_000) }   // gone (reaped) once its socket end is closed
         XCTAssertThrowsError(try p.evaluate("1 + 1"))
         XCTAssertThrowsError(try p.evaluate("2 + 2"), "and again, once its socket is closed")
     }
