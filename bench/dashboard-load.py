@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -95,6 +96,7 @@ class Page:
         except (BrokenPipeError, ValueError):
             pass
         self.proc.wait(timeout=20)
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 async def probe(page, until, samples, rows):
@@ -193,6 +195,7 @@ async def main():
         airlock.terminate()
         airlock.wait(timeout=10)
         server.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
