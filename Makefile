@@ -19,8 +19,8 @@ FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
 APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography
-# Only `make test` needs these (Node, headless Chromium and its certutil, Python's venv).
-TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools
+# Only `make test` needs these (Node, headless Chromium and its certutil, tidy, Python's venv).
+TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools tidy
 # What the tests import, in a virtual environment of Debian's python3 (so a pyenv or another
 # python3 on PATH makes no difference): AirlockTesting's TLSFixtureScripts.python() uses it.
 TEST_VENV := .build/test-venv

@@ -14,7 +14,10 @@
 # request. HAPROXY=1 measures the harness's HAProxy configuration the same way, for scale.
 # Needs valgrind (apt) and the harness (bash $SHARED/bench/setup.sh). valgrind 3.19 cannot
 # read the toolchain's DWARF 5, so a copy of the binary without debug info is measured.
-# Env: DUR (10 s)  CONNS (16)  BENCH_PATH (/small)  HAPROXY (0)  SHARED (../shared)
+# DASHBOARD=closed gives the gateway an admin listener (127.0.0.1:18673); DASHBOARD=open also
+# keeps the dashboard (GET /) open in headless Chromium during the measured run, live on its
+# event stream and polls, and prints the page's own timings (window.airlockDashboard) after it.
+# Env: DUR (10 s)  CONNS (16)  BENCH_PATH (/small)  HAPROXY (0)  SHARED (../shared)  DASHBOARD ("")
 #      AIRLOCK_ARGS (default "--log-level warning"; "" measures with access records on,
 #      stdout to a file: user-space instructions only, the kernel's write(2) cost not counted)
 set -euo pipefail
@@ -28,6 +31,8 @@ BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
 read -ra airlock_args <<<"$AIRLOCK_ARGS"
 DUR=${DUR:-10}; CONNS=${CONNS:-16}; BENCH_PATH=${BENCH_PATH:-/small}; HAPROXY=${HAPROXY:-0}
+DASHBOARD=${DASHBOARD:-}; ADMIN_PORT=18673
+case "$DASHBOARD" in ""|closed|open) ;; *) die "DASHBOARD: expected closed or open, got $DASHBOARD" ;; esac
 for tool in valgrind callgrind_control wrk strip; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install valgrind wrk binutils)"
 done
@@ -36,7 +41,9 @@ done
 work=$(mktemp -d /tmp/airlock-instr.XXXXXX)
 started=()
 vg=""
+dash=""
 cleanup() {
+  [ -n "$dash" ] && kill "$dash" 2>/dev/null && wait "$dash" 2>/dev/null
   [ -n "$vg" ] && kill "$vg" 2>/dev/null && wait "$vg" 2>/dev/null
   for s in "${started[@]}"; do "$HARNESS/servers.sh" stop "$s" >/dev/null 2>&1 || true; done
   rm -rf "$work"
@@ -47,17 +54,51 @@ if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
   started+=(upstream)
 fi
 
+# The dashboard in headless Chromium (Tests/Fixtures/chromium/cdp_page.py: JSON commands on
+# its stdin, one JSON answer a line on its stdout), until `dashboard_close`.
+dashboard_ask() {  # dashboard_ask JSON: prints the answer line (bounded by 30 s)
+  local n
+  n=$(wc -l <"$work/dash.out")
+  echo "$1" >&9
+  for _ in $(seq 300); do
+    [ "$(wc -l <"$work/dash.out")" -gt "$n" ] && { sed -n "$((n + 1))p" "$work/dash.out"; return; }
+    sleep 0.1
+  done
+  die "the dashboard driver did not answer $1"
+}
+dashboard_open() {
+  mkfifo "$work/dash.in"
+  : >"$work/dash.out"
+  python3 "$REPO/Tests/Fixtures/chromium/cdp_page.py" /usr/bin/chromium "$work/chromium" \
+    "http://127.0.0.1:$ADMIN_PORT/" $((DUR + 180)) <"$work/dash.in" >"$work/dash.out" 2>/dev/null &
+  dash=$!
+  exec 9>"$work/dash.in"
+  for _ in $(seq 600); do grep -q ready "$work/dash.out" && break; sleep 0.1; done
+  grep -q ready "$work/dash.out" || die "the dashboard did not open: $(cat "$work/dash.out")"
+  dashboard_ask '{"eval": "new Promise(r => { const t = setInterval(() => { if (document.getElementById(\"conn\").textContent === \"live\") { clearInterval(t); r(true); } }, 50); })"}' >/dev/null
+}
+dashboard_close() {
+  echo "dashboard page: $(dashboard_ask '{"eval": "JSON.stringify(window.airlockDashboard)"}')"
+  echo "dashboard console errors: $(dashboard_ask '{"console": true}')"
+  dashboard_ask '{"quit": true}' >/dev/null
+  exec 9>&-
+  wait "$dash" 2>/dev/null || true
+  dash=""
+}
+
 measure() {  # measure NAME PORT CMD...
   local name=$1 port=$2; shift 2
   valgrind --tool=callgrind --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
   vg=$!
   wait_port "$port" 60 || { cat "$work/$name.log" >&2; die "$name did not start under valgrind"; }
   timeout 30 wrk -t1 -c"$CONNS" -d3s "http://127.0.0.1:$port$BENCH_PATH" >/dev/null
+  [ "$name" = airlock ] && [ "$DASHBOARD" = open ] && dashboard_open
   callgrind_control -z "$vg" >/dev/null
   local n
   n=$(timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:$port$BENCH_PATH" \
       | awk '/requests in/ {print $1}')
   callgrind_control -d "$vg" >/dev/null
+  [ -n "$dash" ] && dashboard_close
   sleep 1
   kill "$vg"; wait "$vg" 2>/dev/null || true; vg=""
   local dump total
@@ -70,7 +111,12 @@ measure() {  # measure NAME PORT CMD...
 
 mkdir -p "$REPO/bench/results"
 strip --strip-debug -o "$work/airlock" "$BIN"
-measure airlock 18671 "$work/airlock" run --config "$REPO/bench/gateway.yaml" --listen 127.0.0.1:18671 "${airlock_args[@]}"
+config=$REPO/bench/gateway.yaml
+if [ -n "$DASHBOARD" ]; then
+  { cat "$config"; echo "admin: 127.0.0.1:$ADMIN_PORT"; } >"$work/gateway.yaml"
+  config=$work/gateway.yaml
+fi
+measure airlock 18671 "$work/airlock" run --config "$config" --listen 127.0.0.1:18671 "${airlock_args[@]}"
 if [ "$HAPROXY" = 1 ]; then
   cfg=/tmp/bench-haproxy/haproxy.cfg
   [ -f "$cfg" ] || { "$HARNESS/servers.sh" start haproxy >/dev/null; "$HARNESS/servers.sh" stop haproxy >/dev/null; }

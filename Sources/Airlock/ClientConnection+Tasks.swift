@@ -5,10 +5,10 @@ import Logging
 /// The task phase: the exchange as `GET /tasks` and `/events` see it — lifecycle events,
 /// backpressure (suspended / resumed) and an admin's cancel.
 extension ClientConnection {
-    /// Posts `kind` for `ex` when someone listens (`GET /events`); otherwise costs one atomic load.
+    /// Posts `kind` for `ex` when someone listens for it (`GET /events`); otherwise costs one atomic load.
     @inline(__always)
     func post(_ kind: TaskEvent.Kind, _ ex: Exchange, status: Int = 0, reason: String? = nil) {
-        guard let hub = worker.taskEvents, hub.hasSubscribers else { return }
+        guard let hub = worker.taskEvents, hub.wants(kind) else { return }
         hub.publish(ex.event(kind, status: status, reason: reason))
     }
 

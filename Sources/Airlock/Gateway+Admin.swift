@@ -10,13 +10,14 @@ extension Gateway {
     /// Binds the admin listener on the acceptor loop. A configured address that cannot be bound
     /// fails the start; the default one (127.0.0.1:9090, perhaps taken by another Airlock) only
     /// leaves the gateway without its admin listener, which `start` logs.
-    func startAdmin(rejects: RejectLog, metrics: GatewayMetrics, reachability: Reachabilities) throws {
+    func startAdmin(rejects: RejectLog, metrics: GatewayMetrics, reachability: Reachabilities,
+                    ca: CertificateAuthority?) throws {
         guard let address = config.admin.address else { return }
         do {
             admin = try AdminServer(loop: mainLoop, address: address, rejects: rejects, token: config.admin.token,
                                     isReady: { [unowned self] in self.isTakingTraffic },
                                     tasks: TaskDirectory(loop: mainLoop), events: TaskEventHub(loop: mainLoop),
-                                    metrics: metrics, reachability: reachability)
+                                    metrics: metrics, reachability: reachability, ca: ca)
         } catch let error where config.admin.isDefaultAddress {
             adminUnavailable = "\(error)"
         } catch {
@@ -39,7 +40,7 @@ extension Gateway {
             logger.info("airlock.admin", metadata: [
                 "address": .string(admin.address.host),
                 "port": .stringConvertible(Int(admin.address.port)),
-                "paths": .string("/rejects /healthz /readyz /metrics /upstreams /tasks /events"),
+                "paths": .string("/ /rejects /healthz /readyz /metrics /upstreams /ca /tasks /events"),
             ])
         } else if let adminUnavailable {
             logger.warning("airlock.admin-unavailable", metadata: [

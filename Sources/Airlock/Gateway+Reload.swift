@@ -104,6 +104,7 @@ extension Gateway {
         config = new
         monitor?.context = next
         admin?.reachability = reachability
+        admin?.ca = opened.ca?.authority
         for w in workers {
             w.loop.execute { w.reconfigure(next, staleTrust: staleTrust) }
         }

@@ -60,7 +60,7 @@ public final class Gateway: @unchecked Sendable {
         self.metrics = metrics
         let reachability = Reachabilities(config: config, logger: logger, metrics: metrics)
         // The admin listener first: its address joins the loop check every worker makes.
-        try startAdmin(rejects: rejects, metrics: metrics, reachability: reachability)
+        try startAdmin(rejects: rejects, metrics: metrics, reachability: reachability, ca: opened.ca?.authority)
         let context = GatewayContext(config: config, ca: opened.ca, logger: logger,
                                      viaToken: "airlock-\(Self.randomHex(6))",
                                      listenAddress: l.address, adminAddress: admin?.address,

@@ -265,7 +265,7 @@ struct GatewayPhases: ProxyPhases {
         if let r = ex.requestRejection { recordRequestReject(ex, r, status: status) }
         if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
         if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
-        if let hub = worker.taskEvents, hub.hasSubscribers {
+        if let hub = worker.taskEvents, hub.wants(ex.outcome) {
             hub.publish(ex.event(ex.outcome, status: status, reason: ex.failure))
         }
         accessRecord(summary, route: ex.route.name, status: status, complete: end.complete, exchange: ex)

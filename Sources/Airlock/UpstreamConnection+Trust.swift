@@ -14,10 +14,12 @@ extension UpstreamConnection {
         let presented = stream.tlsPeerChain ?? []
         // A session resumed from this worker's cache passed this same policy when it was
         // stored (the key holds host, port and trust identity).
-        let decision = stream.tlsSessionReused ? .trusted : Self.evaluate(stream, host: key.host, security: security)
+        let trust = stream.tlsSessionReused ? nil : Self.serverTrust(stream, host: key.host, security: security)
+        let decision = trust.map { security.policy.evaluate($0) } ?? .trusted
         switch decision {
         case .trusted:
             trusted = true
+            worker.context.reachability.recordHandshake(key, trust: trust)
             if let s = takePendingSession() { worker.tlsSessions.store(s, for: sessionKey) }
             owner?.upstreamConnected(self)
         case .rejected(let failure):
@@ -42,6 +44,11 @@ extension UpstreamConnection {
     /// The route's security policy over the handshake `stream` just completed (also what a
     /// reachability probe of an https upstream asks).
     static func evaluate(_ stream: Stream, host: String, security: RouteSecurity) -> TrustDecision {
+        security.policy.evaluate(serverTrust(stream, host: host, security: security))
+    }
+
+    /// What the policy judges: the presented chain and the outcome of each verification it asks for.
+    static func serverTrust(_ stream: Stream, host: String, security: RouteSecurity) -> ServerTrust {
         let presented = stream.tlsPeerChain ?? []
         var outcomes: [ValidationRequest: ValidationOutcome] = [:]
         for request in security.policy.validations(for: host) {
@@ -54,7 +61,7 @@ extension UpstreamConnection {
                 .map { $0.map(Self.facts) }
                 .mapError { VerifyFailure.fromOpenSSL(code: $0.code, text: $0.text) }
         }
-        return security.policy.evaluate(ServerTrust(host: host, presented: presented.map(Self.facts), outcomes: outcomes))
+        return ServerTrust(host: host, presented: presented.map(Self.facts), outcomes: outcomes)
     }
 
     static func facts(_ c: PeerCertificate) -> CertificateFacts {

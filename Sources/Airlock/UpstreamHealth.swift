@@ -15,6 +15,8 @@ final class UpstreamHealth: Sendable {
     /// `http://host:port` as configured (a bounded label: it comes from the configuration).
     let upstream: String
     let security: RouteSecurity?
+    /// `GET /upstreams`' `last_handshake` (https only; `UpstreamHealth+Handshake`).
+    let lastHandshake = Mutex<HandshakeRecord?>(nil)
     private let machine: Mutex<Reachability>
     private let down = Atomic<Bool>(false)
     private let logger: Logger
@@ -137,7 +139,9 @@ extension Reachabilities {
             s += ",\"state\":\"\(r.state.rawValue)\",\"since\":\(r.since)"
             Self.appendErrors(r, to: &s)
             s += ",\"pool\":{\"idle\":\(h.metrics?.poolIdleCount.load(ordering: .relaxed) ?? 0)"
-            s += ",\"active\":\(h.metrics?.poolActiveCount.load(ordering: .relaxed) ?? 0)}}"
+            s += ",\"active\":\(h.metrics?.poolActiveCount.load(ordering: .relaxed) ?? 0)}"
+            h.appendSecurityJSON(to: &s)
+            s += "}"
             e.append(s)
         }
         e.append("],\"origin_hosts\":[")

@@ -4,8 +4,9 @@ import AirlockSession
 import AirlockWire
 import Glibc
 
-/// The admin listener: `GET /rejects` (JSON, optional `since=10m`, `route=NAME` and
-/// `side=request|response`; both sides without it),
+/// The admin listener: `GET /` (the dashboard page, `DashboardPage`), `GET /rejects` (JSON,
+/// optional `since=10m`, `route=NAME` and `side=request|response`; both sides without it),
+/// `GET /ca` (the local CA's facts),
 /// `GET /healthz`, `GET /readyz`, `GET|DELETE /tasks`, `DELETE /tasks/{id}` and `GET /events`
 /// (Server-Sent Events), on its own socket and on the acceptor loop, never on the proxy
 /// listener. One request per connection; the answer closes it (`/events` streams until the
@@ -32,6 +33,8 @@ final class AdminServer {
     var reachability: Reachabilities?
     /// `POST /reload`: reloads on this loop (the acceptor's) and answers with the outcome.
     var onReload: (() -> ReloadOutcome)?
+    /// `/ca`: the local CA of intercepted tunnels; nil without `ca:`. Replaced by a reload.
+    var ca: CertificateAuthority?
 
     static let wireLimits = WireLimits(requestLineBytes: 4096, headerBytes: 16384, headerCount: 64)
     static let timeout: Duration = .seconds(10)
@@ -39,8 +42,10 @@ final class AdminServer {
     /// Binds at once, so a taken port is reported when the gateway starts.
     init(loop: EventLoop, address: ListenAddress, rejects: RejectLog, token: String?, isReady: @escaping () -> Bool,
          tasks: TaskDirectory? = nil, events: TaskEventHub? = nil,
-         metrics: GatewayMetrics? = nil, reachability: Reachabilities? = nil) throws {
+         metrics: GatewayMetrics? = nil, reachability: Reachabilities? = nil,
+         ca: CertificateAuthority? = nil) throws {
         self.tasks = tasks
+        self.ca = ca
         self.events = events
         self.metrics = metrics
         self.reachability = reachability
@@ -76,11 +81,20 @@ final class AdminServer {
         case .origin(let p), .absolute(_, _, _, let p): target = p
         default: return Self.error(404, "not-found", "no such admin resource")
         }
+        let (path, query) = Self.splitQuery(target)
+        // The page alone is served without the token: it holds no data, and asks for the token
+        // before it requests any.
+        if path == "/" {
+            guard head.method == .get else {
+                return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
+                                  extra: [("Allow", "GET")])
+            }
+            return token == nil ? DashboardPage.open : DashboardPage.tokenRequired
+        }
         if let token, !Self.authorized(head.headers.first(name: "authorization"), token: token) {
             return Self.error(401, "unauthorized", "this admin listener needs Authorization: Bearer <admin_token>",
                               extra: [("WWW-Authenticate", "Bearer realm=\"airlock-admin\"")])
         }
-        let (path, query) = Self.splitQuery(target)
         if path == "/tasks" || path.hasPrefix("/tasks/") || path == "/events" {
             return taskRoute(head.method, path, query, c)
         }
@@ -94,8 +108,8 @@ final class AdminServer {
             return Self.response(outcome.succeeded ? 200 : 400, body: Array((outcome.json + "\n").utf8))
         }
         switch path {
-        case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /rejects, /healthz, /readyz, /metrics, /upstreams, /tasks, /events or POST /reload)")
+        case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams", "/ca": break
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /, /rejects, /healthz, /readyz, /metrics, /upstreams, /ca, /tasks, /events or POST /reload)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
@@ -105,6 +119,7 @@ final class AdminServer {
             return Self.response(200, body: metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
         if path == "/upstreams", let reachability { return Self.response(200, body: reachability.json()) }
+        if path == "/ca" { return Self.response(200, body: Self.caJSON(ca)) }
         if path == "/healthz" { return Self.response(200, body: Array("{\"status\":\"ok\"}\n".utf8)) }
         if path == "/readyz" {
             return isReady() ? Self.response(200, body: Array("{\"status\":\"ready\"}\n".utf8))
@@ -147,15 +162,24 @@ final class AdminServer {
 
     private func taskRoute(_ method: AirlockWire.Method, _ path: String, _ query: [(String, String)],
                            _ c: AdminConnection) -> [UInt8]? {
-        if let (key, _) = query.first {
-            return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (\(path) takes none)")
+        var kinds = TaskEventKinds.all
+        for (key, value) in query {
+            guard path == "/events", key == "kinds" else {
+                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (\(path) takes "
+                                  + (path == "/events" ? "kinds" : "none") + ")")
+            }
+            guard let k = TaskEventKinds(list: value) else {
+                return Self.error(400, "bad-query", "kinds: expected a comma-separated list of resumed, suspended, "
+                                  + "completed, rejected, cancelled, got \"\(value)\"")
+            }
+            kinds = k
         }
         guard let tasks, let events else { return Self.error(404, "not-found", "no tasks on this admin listener") }
         if path == "/events" {
             guard method == .get else {
                 return Self.error(405, "method-not-allowed", "\(method.name) is not allowed; use GET", extra: [("Allow", "GET")])
             }
-            c.startEvents(events)
+            c.startEvents(events, kinds: kinds)
             return nil
         }
         if path == "/tasks" {
@@ -213,6 +237,27 @@ final class AdminServer {
             s += "]}\n"
             c.answer(Self.response(200, body: Array(s.utf8)))
         }
+    }
+
+    /// `{"configured":true,"subject":…,"sha256_fingerprint":…,"expires":…,"expires_unix":…,
+    /// "permits":[…],"certificate":…}`, or `{"configured":false}` without `ca:`.
+    static func caJSON(_ ca: CertificateAuthority?) -> [UInt8] {
+        guard let ca else { return Array("{\"configured\":false}\n".utf8) }
+        var s = "{\"configured\":true,\"subject\":"
+        JSON.appendString(ca.subject, to: &s)
+        s += ",\"sha256_fingerprint\":"
+        JSON.appendString(ca.fingerprint, to: &s)
+        s += ",\"expires\":"
+        JSON.appendString(ca.expiry, to: &s)
+        s += ",\"expires_unix\":\(ca.expirySeconds),\"permits\":["
+        for (i, name) in ca.permittedNames.enumerated() {
+            if i > 0 { s += "," }
+            JSON.appendString(name, to: &s)
+        }
+        s += "],\"certificate\":"
+        JSON.appendString(ca.certificatePath, to: &s)
+        s += "}\n"
+        return Array(s.utf8)
     }
 
     /// `/rejects?since=10m&route=api` → ("/rejects", [("since", "10m"), ("route", "api")]), percent-decoded.
@@ -333,14 +378,14 @@ private final class AdminConnection: StreamDelegate, EventSubscriber {
     static let eventsHead = Array(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
         + "Connection: close\r\n\r\n: airlock task events\n\n").utf8)
 
-    func startEvents(_ hub: TaskEventHub) {
+    func startEvents(_ hub: TaskEventHub, kinds: TaskEventKinds) {
         self.hub = hub
         stream.write(Self.eventsHead)
         // A subscriber waits as long as it likes; one that stops reading is closed only when
         // its socket takes nothing for this long (it loses events meanwhile).
         stream.setTimeouts(read: nil, write: .seconds(60))
         stream.setWriteLowWatermark(TaskEventHub.outputLimit / 2)
-        hub.subscribe(self)
+        hub.subscribe(self, kinds: kinds)
     }
 
     func enqueue(_ event: TaskEvent) {

@@ -9,8 +9,11 @@ import Synchronization
 /// events (and is told how many) and never holds up the proxy.
 final class TaskEventHub: @unchecked Sendable {   // subscribers touched only on `loop`
     let loop: EventLoop
-    private let subscriberCount = Atomic<Int>(0)
-    private var subscribers: [ObjectIdentifier: any EventSubscriber] = [:]
+    /// The kinds some subscriber takes (`TaskEventKinds` bits): a kind nobody asked for is not
+    /// posted at all, so a dashboard that takes only `rejected` and `cancelled` costs a busy
+    /// gateway's requests one atomic load each, as no subscriber does.
+    private let wanted = Atomic<UInt8>(0)
+    private var subscribers: [ObjectIdentifier: (subscriber: any EventSubscriber, kinds: TaskEventKinds)] = [:]
 
     /// Events a subscriber may have queued beyond what its socket holds.
     static let queueCapacity = 256
@@ -19,25 +22,33 @@ final class TaskEventHub: @unchecked Sendable {   // subscribers touched only on
 
     init(loop: EventLoop) { self.loop = loop }
 
-    var hasSubscribers: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
+    /// Whether some subscriber takes `kind`: ask before building the event. From any loop.
+    @inline(__always)
+    func wants(_ kind: TaskEvent.Kind) -> Bool {
+        wanted.load(ordering: .relaxed) & TaskEventKinds(kind).rawValue != 0
+    }
 
     /// From any worker loop.
     func publish(_ event: TaskEvent) {
         loop.execute { [self] in
-            for s in subscribers.values { s.enqueue(event) }
+            for (s, kinds) in subscribers.values where kinds.contains(TaskEventKinds(event.kind)) { s.enqueue(event) }
         }
     }
 
-    /// On `loop`.
-    func subscribe(_ s: any EventSubscriber) {
-        subscribers[ObjectIdentifier(s)] = s
-        subscriberCount.store(subscribers.count, ordering: .relaxed)
+    /// On `loop`. `kinds`: what this subscriber takes (`GET /events?kinds=…`; every kind without it).
+    func subscribe(_ s: any EventSubscriber, kinds: TaskEventKinds = .all) {
+        subscribers[ObjectIdentifier(s)] = (s, kinds)
+        storeWanted()
     }
 
     /// On `loop`.
     func unsubscribe(_ s: any EventSubscriber) {
         subscribers.removeValue(forKey: ObjectIdentifier(s))
-        subscriberCount.store(subscribers.count, ordering: .relaxed)
+        storeWanted()
+    }
+
+    private func storeWanted() {
+        wanted.store(subscribers.values.reduce(TaskEventKinds()) { $0.union($1.kinds) }.rawValue, ordering: .relaxed)
     }
 
     /// One SSE message: `event: <kind>` and its JSON `data:` line.
@@ -76,4 +87,33 @@ final class TaskEventHub: @unchecked Sendable {   // subscribers touched only on
 /// as its socket takes them.
 protocol EventSubscriber: AnyObject {
     func enqueue(_ event: TaskEvent)
+}
+
+/// A set of `TaskEvent.Kind`s, a bit each: what a `/events` subscriber takes.
+struct TaskEventKinds: OptionSet, Sendable {
+    let rawValue: UInt8
+
+    init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    init(_ kind: TaskEvent.Kind) {
+        rawValue = switch kind {
+        case .resumed: 1
+        case .suspended: 2
+        case .completed: 4
+        case .rejected: 8
+        case .cancelled: 16
+        }
+    }
+
+    static let all: TaskEventKinds = [.init(.resumed), .init(.suspended), .init(.completed), .init(.rejected), .init(.cancelled)]
+
+    /// `rejected,cancelled` → those two; nil if a name is not a kind (or the list is empty).
+    init?(list: String) {
+        self.init()
+        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let kind = TaskEvent.Kind(rawValue: String(name)) else { return nil }
+            insert(TaskEventKinds(kind))
+        }
+        if isEmpty { return nil }
+    }
 }
