@@ -52,8 +52,7 @@ extension ClientConnection: UpstreamOwner {
             do throws(WireError) {
                 try stream.withInput(max: stream.inputLength) { buf throws(WireError) in try ex.requestDecoder.precheck(buf) }
             } catch {
-                ex.machine.requestBodyFailed()
-                respondError(GatewayError(wire: error), exchange: ex, requestID: id)
+                run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }
                 return
             }
         }
@@ -115,10 +114,10 @@ extension ClientConnection: UpstreamOwner {
                 switch event {
                 case .data(let n):
                     guard body.count + n <= limits.bodyBytes else {
-                        ex.machine.requestBodyFailed()
-                        respondError(GatewayError(.bodyTooLarge, status: 413,
-                                                  message: "request body exceeds the limit of \(limits.bodyBytes)",
-                                                  source: .client, mustClose: true), exchange: ex, requestID: ex.id)
+                        run(ex.machine.requestBodyFailed(), ex) {
+                            GatewayError(.bodyTooLarge, status: 413, message: "request body exceeds the limit of \(self.limits.bodyBytes)",
+                                         source: .client, mustClose: true)
+                        }
                         return
                     }
                     stream.withInput(max: n) { body.append(contentsOf: $0) }
@@ -129,17 +128,16 @@ extension ClientConnection: UpstreamOwner {
                 case .needMore:
                     ex.collected = body
                     if lifecycle.input == .halfClosed {
-                        perform(ex.machine.requestBodyCutOff(), ex, event: .eof)   // it will never be whole
+                        run(ex.machine.requestBodyCutOff(), ex)   // it will never be whole
                     }
                     return
                 }
             }
         } catch {
-            ex.machine.requestBodyFailed()
-            respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
+            run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }
             return
         }
-        ex.machine.requestBodyBuffered()
+        run(ex.machine.requestBodyBuffered(), ex)
         switch s.transform(collected: body, clientContentType: ex.request.headers.first(.contentType), method: ex.request.method.name) {
         case .replace(let r): ex.replacementBody = r
         case .relay, .collect: ex.replacementBody = .init(body, contentType: "application/octet-stream", replacesClientType: false)
@@ -227,7 +225,6 @@ extension ClientConnection: UpstreamOwner {
                 worker.releaseSlot(ex.key)
             }
             attach(pooled, to: ex)
-            sendRequestHead(ex)
             return
         }
         if worker.connectionShare > 0 && !ex.holdsSlot {
@@ -270,37 +267,44 @@ extension ClientConnection: UpstreamOwner {
         }
     }
 
-    private func connectNextAddress(_ ex: Exchange) {
-        var lastError = ""
-        while ex.addressIndex < ex.addresses.count {
-            let addr = ex.addresses[ex.addressIndex]
-            ex.addressIndex += 1
-            ex.lastUpstreamAddress = addr
-            if worker.context.isSelf(addr) {
-                let e = GatewayError(.loopDetected, status: 508,
-                                     message: "upstream \(addr) is this gateway's own listener", source: .client)
-                failExchange(e)
-                return
-            }
-            ex.metrics.connectStart = EventLoop.nowNanos()
-            do {
-                let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self,
-                                               security: ex.key.scheme == "https" ? ex.route.security : nil,
-                                               metrics: ex.routeRef.metrics)
-                ex.upstream = u
-                return
-            } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
-                // Idle pooled connections give way to a request that needs a descriptor now.
-                ex.addressIndex -= 1
-                lastError = e.description
-            } catch {
-                lastError = "\(error)"
-            }
+    /// Dials the next resolved address. One that cannot even be dialled (no socket) goes to the
+    /// machine like a refusal: the next address, or the 502 after the last.
+    func connectNextAddress(_ ex: Exchange) {
+        guard ex.addressIndex < ex.addresses.count else {
+            run(ex.machine.connectFailed(moreAddresses: false), ex) { self.cannotConnect(ex, nil) }
+            return
         }
-        let e = GatewayError(.upstreamRefused, status: 502,
-                             message: "cannot connect to upstream \(ex.key.host):\(ex.key.port)"
-                                 + (lastError.isEmpty ? "" : " (\(lastError))"), source: .upstream)
-        failExchange(e)
+        let addr = ex.addresses[ex.addressIndex]
+        ex.addressIndex += 1
+        ex.lastUpstreamAddress = addr
+        if worker.context.isSelf(addr) {
+            let e = GatewayError(.loopDetected, status: 508,
+                                 message: "upstream \(addr) is this gateway's own listener", source: .client)
+            failExchange(e)
+            return
+        }
+        ex.metrics.connectStart = EventLoop.nowNanos()
+        let lastError: String
+        do {
+            let u = try UpstreamConnection(worker: worker, key: ex.key, address: addr, owner: self,
+                                           security: ex.key.scheme == "https" ? ex.route.security : nil,
+                                           metrics: ex.routeRef.metrics)
+            ex.upstream = u
+            return
+        } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
+            // Idle pooled connections give way to a request that needs a descriptor now.
+            ex.addressIndex -= 1
+            lastError = e.description
+        } catch {
+            lastError = "\(error)"
+        }
+        run(ex.machine.connectFailed(moreAddresses: ex.addressIndex < ex.addresses.count), ex) { cannotConnect(ex, lastError) }
+    }
+
+    private func cannotConnect(_ ex: Exchange, _ lastError: String?) -> GatewayError {
+        GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
+                     message: "cannot connect to upstream \(ex.key.host):\(ex.key.port)" + (lastError.map { " (\($0))" } ?? ""),
+                     source: .upstream)
     }
 
     private func attach(_ u: UpstreamConnection, to ex: Exchange) {
@@ -308,7 +312,7 @@ extension ClientConnection: UpstreamOwner {
         ex.lastUpstreamAddress = u.address
         u.activate(owner: self, timeouts: worker.upstreamActiveTimeouts, writeLowWatermark: Self.writeHighWatermark / 2)
         ex.metrics.reused = u.isReused
-        _ = ex.machine.upstreamReady(reused: u.isReused)   // .sendRequestHead: the caller sends it
+        run(ex.machine.upstreamReady(reused: u.isReused), ex)   // .sendRequestHead
     }
 
     func upstreamConnected(_ u: UpstreamConnection) {
@@ -331,10 +335,9 @@ extension ClientConnection: UpstreamOwner {
         }
         reportReachability(ex, .connected)
         attach(u, to: ex)
-        sendRequestHead(ex)
     }
 
-    private func sendRequestHead(_ ex: Exchange) {
+    func sendRequestHead(_ ex: Exchange) {
         guard let u = ex.upstream else { return }
         // Serialized into the worker's reusable writer, straight from the parsed model.
         worker.headWriter.reset()
@@ -356,61 +359,46 @@ extension ClientConnection: UpstreamOwner {
         pumpRequestBody()
     }
 
+    /// The upstream connection failed (connect, TLS, timeout, close). After the response head
+    /// it is the body's end (`upstreamEndedDuringBody`); before it, the machine decides: wait on
+    /// (an upload still moving), the next address, once more on a fresh connection, or an answer.
     func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent) {
         guard let ex = exchange, ex.upstream === u else { u.close(); return }
-        if event == .readTimeout, ex.machine.awaitingResponseHead, !ex.requestBodyDone, ex.bytesIn != ex.bytesInAtReadTimeout {
-            // The body is still going up (a long upload): the upstream owes no answer yet.
-            ex.bytesInAtReadTimeout = ex.bytesIn
-            return
-        }
         if !ex.machine.awaitingResponseHead {
             upstreamEndedDuringBody(ex, u, event: event)
             return
         }
-        ex.upstream = nil
-        u.close()
-        // Nothing came back. The machine decides: once more on a fresh connection (a pooled
-        // one the upstream had closed, an idempotent request without a body), or an answer.
-        let failure: ExchangeMachine.UpstreamFailure
-        switch event {
-        case .tlsFailed: failure = .untrusted
-        case .readTimeout, .writeTimeout: failure = .timeout
-        case .error where u.exchanges == 0: failure = .refused
-        default: failure = .closed
-        }
-        if failure != .refused, ex.machine.upstreamFailed(failure) == .retryOnNewConnection {
-            connectUpstream(ex)
-            return
-        }
+        let connecting = u.exchanges == 0
         switch event {
         case .tlsFailed(let why) where u.stream.tlsFailedBeforeServerHello:
-            failExchange(.tlsHandshakeFailed(u.address.description, why))
+            run(ex.machine.upstreamFailed(.untrusted), ex) { .tlsHandshakeFailed(u.address.description, why) }
         case .tlsFailed(let why):
             let failure = TrustFailure(reason: .handshakeFailed, verifyError: nil, detail: why)
-            upstreamUntrusted(u, failure: failure, presented: [])
+            run(ex.machine.upstreamFailed(.untrusted), ex) { self.untrustedError(ex, u, failure: failure, presented: []) }
         case .readTimeout, .writeTimeout:
-            let what = u.exchanges == 0 ? "connect" : "response"
-            if u.exchanges == 0 { reportReachability(ex, .failed("connect to \(u.address) timed out")) }
-            var e = GatewayError(.upstreamTimeout, status: 504, message: "upstream \(u.address) timed out (\(what))",
-                                 source: .upstream)
-            e.retryAfter = circuitRetryAfter(ex)
-            failExchange(e)
-        case .error(let why) where u.exchanges == 0:
-            ex.upstream = nil
+            let action = event == .readTimeout ? ex.machine.upstreamReadTimedOut(bodyBytesSent: ex.bytesIn)
+                : ex.machine.upstreamFailed(.timeout)
+            run(action, ex) {
+                if connecting { self.reportReachability(ex, .failed("connect to \(u.address) timed out")) }
+                var e = GatewayError(.upstreamTimeout, status: ExchangeMachine.UpstreamFailure.timeout.status,
+                                     message: "upstream \(u.address) timed out (\(connecting ? "connect" : "response"))",
+                                     source: .upstream)
+                e.retryAfter = self.circuitRetryAfter(ex)
+                return e
+            }
+        case .error(let why) where connecting:
             reportReachability(ex, .refused("\(u.address): \(why)"))
-            // Try the next resolved address, if any.
-            if ex.addressIndex < ex.addresses.count {
-                connectNextAddress(ex)
-            } else {
-                var e = GatewayError(.upstreamRefused, status: 502,
+            run(ex.machine.connectFailed(moreAddresses: ex.addressIndex < ex.addresses.count), ex) {
+                var e = GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
                                      message: "upstream \(u.address) refused the connection: \(why)", source: .upstream)
-                e.retryAfter = circuitRetryAfter(ex)
-                failExchange(e)
+                e.retryAfter = self.circuitRetryAfter(ex)
+                return e
             }
         default:
-            failExchange(GatewayError(.upstreamClosed, status: 502,
-                                      message: "upstream \(u.address) closed the connection before responding",
-                                      source: .upstream))
+            run(ex.machine.upstreamFailed(.closed), ex) {
+                GatewayError(.upstreamClosed, status: ExchangeMachine.UpstreamFailure.closed.status,
+                             message: "upstream \(u.address) closed the connection before responding", source: .upstream)
+            }
         }
     }
 
@@ -420,6 +408,12 @@ extension ClientConnection: UpstreamOwner {
     func upstreamUntrusted(_ u: UpstreamConnection, failure: TrustFailure, presented: [PeerCertificate]) {
         guard let ex = exchange else { return }
         if ex.upstream === u { ex.upstream = nil }
+        run(ex.machine.upstreamFailed(.untrusted), ex) { untrustedError(ex, u, failure: failure, presented: presented) }
+    }
+
+    /// The `upstream.rejected` record and counter, and the client's 502 untrusted-upstream.
+    private func untrustedError(_ ex: Exchange, _ u: UpstreamConnection, failure: TrustFailure,
+                                presented: [PeerCertificate]) -> GatewayError {
         var md: Logger.Metadata = [
             "request_id": .stringConvertible(ex.id),
             "route": .string(ex.route.name),
@@ -435,8 +429,9 @@ extension ClientConnection: UpstreamOwner {
         if let v = failure.verifyError { md["verify_error"] = .string(v) }
         logger.error("upstream.rejected", metadata: md)
         worker.context.metrics.untrusted(route: ex.route.name, reason: failure.reason.rawValue)
-        var e = GatewayError(.untrustedUpstream, status: 502, message: failure.message(host: ex.key.host), source: .upstream)
+        var e = GatewayError(.untrustedUpstream, status: ExchangeMachine.UpstreamFailure.untrusted.status,
+                             message: failure.message(host: ex.key.host), source: .upstream)
         e.extra = [("reason", .string(failure.reason.rawValue)), ("code", .int(failure.code))]
-        failExchange(e)
+        return e
     }
 }

@@ -49,10 +49,6 @@ final class Exchange {
         set { phaseState.multipart = newValue }
     }
     var bytesIn: UInt64 = 0
-    /// `bytesIn` when the upstream's read timeout last fired during the upload: the timeout
-    /// counts the upstream's silence after the request went up, so while the body still moves
-    /// it starts again (nginx's proxy_read_timeout; a stalled upload is the write timeout's).
-    var bytesInAtReadTimeout: UInt64 = 0
     /// Set when the request phase refused the request: what its reject record says.
     var requestRejection: RequestRejection?
     /// The route's `request.timeout` over the whole exchange; nil on routes without one.

@@ -207,15 +207,18 @@ struct GatewayPhases: ProxyPhases {
                                   url: Self.upstreamURL(ex), bodyIsEmpty: bodyIsEmpty)
         if case .rejected(let error) = validator.validate(head: facts),
            !validator.needsBody || bodyIsEmpty != nil || error.reason == .unacceptableStatus {
-            let enforce = config.mode == .enforce
-            let v = ResponseValidation(config: config, validator: validator, facts: facts,
-                                       phase: enforce ? .drainingRejected : .relaying, rejection: error)
-            return enforce ? .drainRejected(v) : .relaySampled(v)
+            return ResponseFilterVerdict(head: .rejected, validation: ResponseValidation(config: config, validator: validator,
+                                                                                        facts: facts, rejection: error))
         }
         guard validator.needsBody else { return .relay }
-        let v = ResponseValidation(config: config, validator: validator, facts: facts, phase: .buffering)
-        if case .length(let n) = framing, n > UInt64(config.maxBodyBytes) { return .overLimit(v) }
-        return .buffer(v)
+        if case .length(let n) = framing, n > UInt64(config.maxBodyBytes) {
+            // Declared too large: not a byte is read, the reject is the body's size.
+            return ResponseFilterVerdict(head: .needsBody(overLimit: true),
+                                         validation: ResponseValidation(config: config, validator: validator, facts: facts,
+                                                                        rejection: .bodyTooLarge(limit: config.maxBodyBytes)))
+        }
+        return ResponseFilterVerdict(head: .needsBody(overLimit: false),
+                                     validation: ResponseValidation(config: config, validator: validator, facts: facts))
     }
 
     /// The URL the gateway fetched: `http://host:port/path?query`.
