@@ -56,8 +56,8 @@ final class Exchange {
 
     // upstream
     var upstream: UpstreamConnection?
-    var addresses: [SocketAddress] = []
-    var addressIndex = 0
+    /// The resolved addresses and the one dialled last.
+    var connector = UpstreamConnector()
     var connectedAt: UInt64 = 0
     var responseStartedAt: UInt64 = 0
     var lastUpstreamAddress: SocketAddress?
