@@ -107,32 +107,30 @@ extension ClientConnection {
         guard let s = ex.routeRef.requestSerializer, var body = ex.collected else { return }
         ex.collected = nil
         do throws(WireError) {
-            while !ex.requestDecoder.isComplete {
-                let available = stream.inputLength
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
+            var tooLarge = false
+            let stop = try BodyPump.pump(stream, &ex.requestDecoder) { n in
+                guard body.count + n <= limits.bodyBytes else {
+                    tooLarge = true
+                    return false
                 }
-                switch event {
-                case .data(let n):
-                    guard body.count + n <= limits.bodyBytes else {
-                        run(ex.machine.requestBodyFailed(), ex) {
-                            GatewayError(.bodyTooLarge, status: 413, message: "request body exceeds the limit of \(self.limits.bodyBytes)",
-                                         source: .client, mustClose: true)
-                        }
-                        return
-                    }
-                    stream.withInput(max: n) { body.append(contentsOf: $0) }
-                    stream.drainInput(n)
-                    ex.bytesIn += UInt64(n)
-                case .framing(let n), .end(let n):
-                    stream.drainInput(n)
-                case .needMore:
-                    ex.collected = body
-                    if lifecycle.input == .halfClosed {
-                        run(ex.machine.requestBodyCutOff(), ex)   // it will never be whole
-                    }
-                    return
+                stream.withInput(max: n) { body.append(contentsOf: $0) }
+                stream.drainInput(n)
+                ex.bytesIn += UInt64(n)
+                return true
+            }
+            if tooLarge {
+                run(ex.machine.requestBodyFailed(), ex) {
+                    GatewayError(.bodyTooLarge, status: 413, message: "request body exceeds the limit of \(self.limits.bodyBytes)",
+                                 source: .client, mustClose: true)
                 }
+                return
+            }
+            if stop == .needMore {
+                ex.collected = body
+                if lifecycle.input == .halfClosed {
+                    run(ex.machine.requestBodyCutOff(), ex)   // it will never be whole
+                }
+                return
             }
         } catch {
             run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }

@@ -50,21 +50,14 @@ extension ClientConnection {
     /// client that stops sending (its close), or `header_timeout` ends the exchange completed.
     func judgeRestOfRequestBody(_ ex: Exchange) {
         do throws(WireError) {
-            while !ex.requestDecoder.isComplete {
-                let available = stream.inputLength
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
-                }
-                switch event {
-                case .data(let n):
-                    stream.drainInput(n)
-                    ex.bytesIn += UInt64(n)
-                case .framing(let n), .end(let n):
-                    stream.drainInput(n)
-                case .needMore:
-                    if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
-                    return
-                }
+            let stop = try BodyPump.pump(stream, &ex.requestDecoder) { n in
+                stream.drainInput(n)
+                ex.bytesIn += UInt64(n)
+                return true
+            }
+            if stop != .complete {
+                if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
+                return
             }
         } catch {
             run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }
@@ -80,29 +73,20 @@ extension ClientConnection {
     private func pumpMultipartBody(_ ex: Exchange, _ u: UpstreamConnection) {
         var failure: GatewayError?
         do throws(WireError) {
-            while !ex.requestDecoder.isComplete, failure == nil {
-                let available = stream.inputLength
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
+            let stop = try BodyPump.pump(stream, &ex.requestDecoder) { n in
+                stream.withInput(max: n) { bytes in
+                    ex.phaseState.multipartHeld.append(contentsOf: bytes)
+                    if case .invalid(let e) = ex.phaseState.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
                 }
-                switch event {
-                case .data(let n):
-                    stream.withInput(max: n) { bytes in
-                        ex.phaseState.multipartHeld.append(contentsOf: bytes)
-                        if case .invalid(let e) = ex.phaseState.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
-                    }
-                    stream.drainInput(n)
-                    ex.bytesIn += UInt64(n)
-                    if failure == nil { forwardMultipart(ex, u) }
-                case .framing(let n):
-                    stream.drainInput(n)
-                case .end(let n):
-                    stream.drainInput(n)
-                case .needMore:
-                    if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
-                    else if u.pendingOutput >= Self.writeHighWatermark { run(ex.machine.upstreamOutputFilled(), ex) }
-                    return
-                }
+                stream.drainInput(n)
+                ex.bytesIn += UInt64(n)
+                if failure == nil { forwardMultipart(ex, u) }
+                return failure == nil
+            }
+            if stop == .needMore {
+                if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
+                else if u.pendingOutput >= Self.writeHighWatermark { run(ex.machine.upstreamOutputFilled(), ex) }
+                return
             }
         } catch {
             failure = GatewayError(wire: error)
@@ -144,23 +128,18 @@ extension ClientConnection {
                     timer.schedule(after: t.delay)
                     return
                 }
-                let available = min(stream.inputLength, ex.phaseState.throttleBudget)
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
-                }
-                switch event {
-                case .data(let n):
-                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
+                let chunked = ex.requestOut == .chunked
+                let stop = try BodyPump.pump(stream, &ex.requestDecoder, limit: { ex.phaseState.throttleBudget },
+                                             end: { if chunked { u.send(ChunkedEncoder.last) } }) { n in
+                    if chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
                     stream.moveInput(n, to: u.stream)
-                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkTrailer) }
+                    if chunked { u.send(ChunkedEncoder.chunkTrailer) }
                     ex.phaseState.throttleBudget -= n
                     ex.bytesIn += UInt64(n)
-                case .framing(let n):
-                    stream.drainInput(n)
-                case .end(let n):
-                    stream.drainInput(n)
-                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.last) }
-                case .needMore:
+                    return ex.phaseState.throttleBudget > 0 && u.pendingOutput < Self.writeHighWatermark
+                }
+                if stop == .complete { break }
+                if stop == .needMore {
                     if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
                     return
                 }
@@ -216,29 +195,16 @@ extension ClientConnection {
     private func relayBody(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
                            bounded: Bool = true, sample: ResponseValidation? = nil,
                            counted: (Int) -> Void) throws(WireError) {
-        while !decoder.isComplete {
-            let available = src.inputLength
-            let event: BodyDecoder.Event = try src.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                try decoder.next(buf, available: available)
+        let chunked = out == .chunked
+        try BodyPump.pump(src, &decoder, end: { if chunked { dst.write(ChunkedEncoder.last) } }) { n in
+            if let sample, sample.sampleRoom > 0 {
+                src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
             }
-            switch event {
-            case .data(let n):
-                if let sample, sample.sampleRoom > 0 {
-                    src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
-                }
-                if out == .chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
-                src.moveInput(n, to: dst)
-                if out == .chunked { dst.write(ChunkedEncoder.chunkTrailer) }
-                counted(n)
-                if bounded && dst.outputLength >= Self.writeHighWatermark { return }
-            case .framing(let n):
-                src.drainInput(n)
-            case .end(let n):
-                src.drainInput(n)
-                if out == .chunked { dst.write(ChunkedEncoder.last) }
-            case .needMore:
-                return
-            }
+            if chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
+            src.moveInput(n, to: dst)
+            if chunked { dst.write(ChunkedEncoder.chunkTrailer) }
+            counted(n)
+            return !bounded || dst.outputLength < Self.writeHighWatermark
         }
     }
 

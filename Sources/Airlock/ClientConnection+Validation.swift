@@ -16,27 +16,14 @@ extension ClientConnection {
         guard let u = ex.upstream, let v = ex.validation else { return }
         let buffering = ex.machine.validation == .buffering
         do throws(WireError) {
-            while !ex.responseDecoder.isComplete {
-                let available = u.stream.inputLength
-                let event: BodyDecoder.Event = try u.stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.responseDecoder.next(buf, available: available)
-                }
-                switch event {
-                case .data(let n):
-                    let keep = buffering ? n : min(n, v.sampleRoom)
-                    if keep > 0 { u.stream.withInput(max: keep) { v.body.append(contentsOf: $0) } }
-                    u.stream.drainInput(n)
-                    v.payloadBytes += n
-                    if v.payloadBytes > v.config.maxBodyBytes && !ex.responseDecoder.isComplete {
-                        bodyOverLimit(ex, v)
-                        return
-                    }
-                case .framing(let n), .end(let n):
-                    u.stream.drainInput(n)
-                case .needMore:
-                    return
-                }
+            let stop = try BodyPump.pump(u.stream, &ex.responseDecoder) { n in
+                let keep = buffering ? n : min(n, v.sampleRoom)
+                if keep > 0 { u.stream.withInput(max: keep) { v.body.append(contentsOf: $0) } }
+                u.stream.drainInput(n)
+                v.payloadBytes += n
+                return v.payloadBytes <= v.config.maxBodyBytes   // over the limit: stop reading
             }
+            if stop == .needMore { return }
         } catch {
             dropUpstream(ex)   // never reused
             run(ex.machine.upstreamFailed(.malformed), ex) { GatewayError(upstreamWire: error) }
