@@ -44,6 +44,7 @@ extension ClientConnection {
         let route = peer.route
         let ex = Exchange(id: id, request: req, route: route, key: peer.key, limits: worker.wireLimits)
         worker.context.metrics.inFlight.increment()
+        ex.inFlight = true
         exchange = ex
         lifecycle.dispatched()
         if let timeout = route.exchangeTimeout { armDeadline(ex, after: timeout) }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import AirlockSerialization
 import AirlockIO
 import AirlockWire
@@ -51,6 +52,7 @@ extension ClientConnection {
             if let u = ex.upstream { ex.upstream = nil; u.close() }   // never reused
         }
         if exchange === ex { exchange = nil }
+        releaseAdmission(ex)
         worker.phases.logging(ex, RequestSummary(id: ex.id, request: ex.request, client: peer, intercepted: interception != nil), end)
         switch end {
         case .completed:
@@ -74,6 +76,16 @@ extension ClientConnection {
     /// client's body is still coming and its rest is judged first (`judgeRestOfRequestBody`).
     func responseDelivered(_ ex: Exchange) {
         run(ex.machine.responseComplete(), ex)
+    }
+
+    /// What the exchange held while it ran: its place in the in-flight gauge, and its
+    /// upstream slot or queue ticket (`max_connections_per_upstream`). Released once, where
+    /// the exchange ends; the logging phase only logs.
+    private func releaseAdmission(_ ex: Exchange) {
+        guard ex.inFlight else { return }
+        ex.inFlight = false
+        worker.context.metrics.inFlight.decrement()
+        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
     }
 
     private func continueAfter(keepAlive: Bool) {

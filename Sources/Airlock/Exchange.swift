@@ -64,6 +64,8 @@ final class Exchange {
     /// Holds one of its worker's slots for this upstream (max_connections_per_upstream) until a
     /// new connection is attached, which takes it over.
     var holdsSlot = false
+    /// Counted in the in-flight gauge (from dispatch until `endExchange` releases it, once).
+    var inFlight = false
     /// Non-zero while waiting in the worker's queue for this upstream.
     var queueTicket: UInt64 = 0
     /// The one request let through while the route's circuit is half-open

@@ -266,7 +266,6 @@ struct GatewayPhases: ProxyPhases {
         if let v = ex.validation { recordReject(ex, v) }
         if let r = ex.requestRejection { recordRequestReject(ex, r, status: status) }
         if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
-        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
         if let hub = worker.taskEvents, hub.hasSubscribers {
             hub.publish(ex.event(ex.outcome, status: status, reason: ex.failure))
         }
@@ -329,9 +328,9 @@ struct GatewayPhases: ProxyPhases {
     }
 
     /// The exchange's counters and latencies: status class, bytes, time to first byte and
-    /// total; the in-flight gauge goes down.
+    /// total. (The in-flight gauge and the upstream slot are released where the exchange
+    /// ends, `ClientConnection.endExchange`, not here.)
     private func recordMetrics(_ ex: Exchange, _ m: RouteMetrics, status: Int) {
-        worker.context.metrics.inFlight.decrement()
         m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
         m.latency.observe(firstByte: ex.responseStartedAt > ex.started ? ex.responseStartedAt - ex.started : 0,
                           total: ex.metrics.responseEnd &- ex.started)
