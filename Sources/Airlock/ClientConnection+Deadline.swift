@@ -22,17 +22,13 @@ extension ClientConnection {
     private func deadlinePassed(_ ex: Exchange, _ timeout: Duration) {
         // Still reading the client's body: the client is the slow side.
         let source: GatewayError.Source = ex.requestBodyDone ? .upstream : .client
-        switch ex.machine.deadlinePassed() {
-        case .truncateClient:
-            endExchange(ex, .truncated(GatewayError(.exchangeTimeout, status: ex.responseStatus,
-                                                    message: "the exchange did not end within request.timeout (\(timeout)): response cut off",
-                                                    source: source)))
-        case .respondError:
-            failExchange(GatewayError(.exchangeTimeout, status: 504,
-                                      message: "the exchange did not end within request.timeout (\(timeout))",
-                                      source: source))
-        default:
-            break
+        run(ex.machine.deadlinePassed(), ex) {
+            ex.machine.responseHeadSent
+                ? GatewayError(.exchangeTimeout, status: ex.responseStatus,
+                               message: "the exchange did not end within request.timeout (\(timeout)): response cut off",
+                               source: source)
+                : GatewayError(.exchangeTimeout, status: ExchangeMachine.UpstreamFailure.timeout.status,
+                               message: "the exchange did not end within request.timeout (\(timeout))", source: source)
         }
     }
 }

@@ -1,4 +1,5 @@
 import AirlockConfig
+import CoreMetrics
 import AirlockSerialization
 import AirlockIO
 import AirlockWire
@@ -8,29 +9,35 @@ import AirlockSession
 /// (`endExchange`), which runs the logging phase exactly once and then decides what becomes
 /// of the client connection.
 extension ClientConnection {
-    /// Answers with `e`'s status and JSON body. Keeps the connection only when the request
-    /// was fully read and the error does not make the connection untrustworthy.
+    /// Answers with `e`'s status and JSON body. The connection is kept only when the request
+    /// was fully read and the error does not make it untrustworthy (the machine's keep-alive rule).
     func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
-        let req = ex?.request ?? request
-        ex?.machine.answeredByGateway()
-        let bodyDone = ex?.requestBodyDone ?? (req?.framing == BodyFraming.none)
-        let keepAlive = !e.mustClose && bodyDone && (req?.keepAlive ?? false) && clientContinues
+        if let ex {
+            run(ex.machine.answeredByGateway(requestKeepAlive: ex.request.keepAlive, clientContinues: clientContinues,
+                                             mustClose: e.mustClose), ex) { e }
+            return
+        }
+        // Refused before it became an exchange (unparsable, filtered, unrouted, timed out).
+        let keepAlive = ExchangeMachine.clientKeepAlive(requestKeepAlive: request?.keepAlive ?? false,
+                                                        requestWhole: request?.framing == BodyFraming.none,
+                                                        clientContinues: clientContinues, mustClose: e.mustClose)
+        writeAnswer(e, keepAlive: keepAlive, requestID: requestID)
+        worker.phases.logging(nil, RequestSummary(id: requestID, request: request, client: peer, intercepted: interception != nil),
+                              .answered(e, keepAlive: keepAlive))
+        continueAfter(keepAlive: keepAlive)
+    }
+
+    /// Airlock's own answer: `e`'s status and JSON body.
+    func writeAnswer(_ e: GatewayError, keepAlive: Bool, requestID: RequestID) {
         let idText = requestID.description
         stream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: keepAlive,
                                            requestID: idText, retryAfter: e.retryAfter, error: e.reason))
-        if let ex {
-            endExchange(ex, .answered(e, keepAlive: keepAlive))
-        } else {
-            // Refused before it became an exchange (unparsable, filtered, unrouted, timed out).
-            worker.phases.logging(nil, RequestSummary(id: requestID, request: req, client: peer, intercepted: interception != nil), .answered(e, keepAlive: keepAlive))
-            continueAfter(keepAlive: keepAlive)
-        }
     }
 
     /// The exchange failed before any response byte reached the client.
     func failExchange(_ e: GatewayError) {
         guard let ex = exchange else { return }
-        if let u = ex.upstream { ex.upstream = nil; u.close() }
+        dropUpstream(ex)
         respondError(e, exchange: ex, requestID: ex.id)
     }
 
@@ -46,6 +53,7 @@ extension ClientConnection {
             if let u = ex.upstream { ex.upstream = nil; u.close() }   // never reused
         }
         if exchange === ex { exchange = nil }
+        releaseAdmission(ex)
         worker.phases.logging(ex, RequestSummary(id: ex.id, request: ex.request, client: peer, intercepted: interception != nil), end)
         switch end {
         case .completed:
@@ -65,21 +73,20 @@ extension ClientConnection {
         }
     }
 
-    /// The response's last byte is relayed (`upstreamReusable`: its body was read to the end).
-    /// The exchange ends, unless the machine says the client's body is still coming: then the
-    /// upstream connection goes now (closed: the request is incomplete) and the rest of the
-    /// body is read and judged (`judgeRestOfRequestBody`) before the exchange is logged.
-    func responseDelivered(_ ex: Exchange, upstreamReusable: Bool) {
-        guard case .judgeRestOfRequestBody = ex.machine.responseComplete() else {
-            endExchange(ex, .completed(upstreamReusable: upstreamReusable))
-            return
-        }
-        releaseUpstream(ex, bodyReadToEnd: upstreamReusable)
-        let was = ex.machine.isSuspended
-        performFlow(ex.machine.upstreamOutputDrained(), ex, wasSuspended: was)   // nothing goes up any more
-        timerMode = .restOfBody
-        timer.schedule(after: limits.headerTimeout)
-        judgeRestOfRequestBody(ex)
+    /// The response's last byte is relayed: the machine says whether the exchange ends, or the
+    /// client's body is still coming and its rest is judged first (`judgeRestOfRequestBody`).
+    func responseDelivered(_ ex: Exchange) {
+        run(ex.machine.responseComplete(), ex)
+    }
+
+    /// What the exchange held while it ran: its place in the in-flight gauge, and its
+    /// upstream slot or queue ticket (`max_connections_per_upstream`). Released once, where
+    /// the exchange ends; the logging phase only logs.
+    private func releaseAdmission(_ ex: Exchange) {
+        guard ex.inFlight else { return }
+        ex.inFlight = false
+        worker.context.metrics.inFlight.decrement()
+        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
     }
 
     private func continueAfter(keepAlive: Bool) {

@@ -31,21 +31,17 @@ extension ClientConnection {
             }
         } catch {
             // The client's body is malformed: nothing more goes upstream.
-            ex.machine.requestBodyFailed()
-            ex.upstream = nil
-            u.close()
-            respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
+            run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }
             return
         }
         if ex.requestDecoder.isComplete {
-            ex.machine.requestBodyComplete()
             ex.metrics.requestSent = EventLoop.nowNanos()
+            run(ex.machine.requestBodyComplete(), ex)
         } else if u.pendingOutput >= Self.writeHighWatermark {
-            let was = ex.machine.isSuspended
-            performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
+            run(ex.machine.upstreamOutputFilled(), ex)
         } else if lifecycle.input == .halfClosed {
             // Everything the client sent before its close has been decoded: the body is cut off.
-            perform(ex.machine.requestBodyCutOff(), ex, event: .eof)
+            run(ex.machine.requestBodyCutOff(), ex)
         }
     }
 
@@ -55,29 +51,20 @@ extension ClientConnection {
     /// client that stops sending (its close), or `header_timeout` ends the exchange completed.
     func judgeRestOfRequestBody(_ ex: Exchange) {
         do throws(WireError) {
-            while !ex.requestDecoder.isComplete {
-                let available = stream.inputLength
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
-                }
-                switch event {
-                case .data(let n):
-                    stream.drainInput(n)
-                    ex.bytesIn += UInt64(n)
-                case .framing(let n), .end(let n):
-                    stream.drainInput(n)
-                case .needMore:
-                    if lifecycle.input == .halfClosed { endExchange(ex, .completed(upstreamReusable: false)) }
-                    return
-                }
+            let stop = try BodyPump.pump(stream, &ex.requestDecoder) { n in
+                stream.drainInput(n)
+                ex.bytesIn += UInt64(n)
+                return true
+            }
+            if stop != .complete {
+                if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
+                return
             }
         } catch {
-            ex.machine.requestBodyFailed()
-            endExchange(ex, .requestFailed(GatewayError(wire: error)))
+            run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }
             return
         }
-        ex.machine.requestBodyComplete()
-        endExchange(ex, .completed(upstreamReusable: false))
+        run(ex.machine.requestBodyComplete(), ex)
     }
 
     /// The request body of a `validate_multipart` route: each payload slice is fed to the
@@ -87,32 +74,20 @@ extension ClientConnection {
     private func pumpMultipartBody(_ ex: Exchange, _ u: UpstreamConnection) {
         var failure: GatewayError?
         do throws(WireError) {
-            while !ex.requestDecoder.isComplete, failure == nil {
-                let available = stream.inputLength
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
+            let stop = try BodyPump.pump(stream, &ex.requestDecoder) { n in
+                stream.withInput(max: n) { bytes in
+                    ex.phaseState.multipartHeld.append(contentsOf: bytes)
+                    if case .invalid(let e) = ex.phaseState.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
                 }
-                switch event {
-                case .data(let n):
-                    stream.withInput(max: n) { bytes in
-                        ex.phaseState.multipartHeld.append(contentsOf: bytes)
-                        if case .invalid(let e) = ex.phaseState.multipart!.feed(bytes) { failure = refuseMultipart(ex, e) }
-                    }
-                    stream.drainInput(n)
-                    ex.bytesIn += UInt64(n)
-                    if failure == nil { forwardMultipart(ex, u) }
-                case .framing(let n):
-                    stream.drainInput(n)
-                case .end(let n):
-                    stream.drainInput(n)
-                case .needMore:
-                    if lifecycle.input == .halfClosed { perform(ex.machine.requestBodyCutOff(), ex, event: .eof) }
-                    else if u.pendingOutput >= Self.writeHighWatermark {
-                        let was = ex.machine.isSuspended
-                        performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
-                    }
-                    return
-                }
+                stream.drainInput(n)
+                ex.bytesIn += UInt64(n)
+                if failure == nil { forwardMultipart(ex, u) }
+                return failure == nil
+            }
+            if stop == .needMore {
+                if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
+                else if u.pendingOutput >= Self.writeHighWatermark { run(ex.machine.upstreamOutputFilled(), ex) }
+                return
             }
         } catch {
             failure = GatewayError(wire: error)
@@ -121,16 +96,13 @@ extension ClientConnection {
             failure = refuseMultipart(ex, e)   // the body ended without its close delimiter
         }
         if let failure {
-            ex.machine.requestBodyFailed()
-            ex.upstream = nil
-            u.close()   // it never got the body's last bytes
-            respondError(failure, exchange: ex, requestID: ex.id)
+            run(ex.machine.requestBodyFailed(), ex) { failure }   // the upstream never got the body's last bytes
             return
         }
         forwardMultipart(ex, u)   // complete: the rest goes
         if ex.requestOut == .chunked { u.send(ChunkedEncoder.last) }
-        ex.machine.requestBodyComplete()
         ex.metrics.requestSent = EventLoop.nowNanos()
+        run(ex.machine.requestBodyComplete(), ex)
     }
 
     /// The request body of a `throttle` route (AF's throttleBandwidth): at most `packet_bytes`
@@ -141,8 +113,7 @@ extension ClientConnection {
         do throws(WireError) {
             while !ex.requestDecoder.isComplete {
                 if u.pendingOutput >= Self.writeHighWatermark {   // the upstream is slower still
-                    let was = ex.machine.isSuspended
-                    performFlow(ex.machine.upstreamOutputFilled(), ex, wasSuspended: was)
+                    run(ex.machine.upstreamOutputFilled(), ex)
                     return
                 }
                 if ex.phaseState.throttleBudget == 0 {
@@ -158,37 +129,29 @@ extension ClientConnection {
                     timer.schedule(after: t.delay)
                     return
                 }
-                let available = min(stream.inputLength, ex.phaseState.throttleBudget)
-                let event = try stream.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                    try ex.requestDecoder.next(buf, available: available)
-                }
-                switch event {
-                case .data(let n):
-                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
+                let chunked = ex.requestOut == .chunked
+                let stop = try BodyPump.pump(stream, &ex.requestDecoder, limit: { ex.phaseState.throttleBudget },
+                                             end: { if chunked { u.send(ChunkedEncoder.last) } }) { n in
+                    if chunked { u.send(ChunkedEncoder.chunkHeader(size: n)) }
                     stream.moveInput(n, to: u.stream)
-                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.chunkTrailer) }
+                    if chunked { u.send(ChunkedEncoder.chunkTrailer) }
                     ex.phaseState.throttleBudget -= n
                     ex.bytesIn += UInt64(n)
-                case .framing(let n):
-                    stream.drainInput(n)
-                case .end(let n):
-                    stream.drainInput(n)
-                    if ex.requestOut == .chunked { u.send(ChunkedEncoder.last) }
-                case .needMore:
-                    if lifecycle.input == .halfClosed { perform(ex.machine.requestBodyCutOff(), ex, event: .eof) }
+                    return ex.phaseState.throttleBudget > 0 && u.pendingOutput < Self.writeHighWatermark
+                }
+                if stop == .complete { break }
+                if stop == .needMore {
+                    if lifecycle.input == .halfClosed { run(ex.machine.requestBodyCutOff(), ex) }
                     return
                 }
             }
         } catch {
-            ex.machine.requestBodyFailed()
-            ex.upstream = nil
-            u.close()
-            respondError(GatewayError(wire: error), exchange: ex, requestID: ex.id)
+            run(ex.machine.requestBodyFailed(), ex) { GatewayError(wire: error) }
             return
         }
         ex.phaseState.throttleTimer?.cancel()
-        ex.machine.requestBodyComplete()
         ex.metrics.requestSent = EventLoop.nowNanos()
+        run(ex.machine.requestBodyComplete(), ex)
     }
 
     /// Sends what the multipart validator allows of the held bytes.
@@ -222,8 +185,7 @@ extension ClientConnection {
 
     func upstreamWritable(_ u: UpstreamConnection) {
         guard let ex = exchange, !ex.requestBodyDone else { return }
-        let was = ex.machine.isSuspended
-        performFlow(ex.machine.upstreamOutputDrained(), ex, wasSuspended: was)
+        run(ex.machine.upstreamOutputDrained(), ex)
         // Bytes already buffered do not fire the read callback again: pump them now.
         pumpRequestBody()
     }
@@ -234,29 +196,16 @@ extension ClientConnection {
     private func relayBody(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
                            bounded: Bool = true, sample: ResponseValidation? = nil,
                            counted: (Int) -> Void) throws(WireError) {
-        while !decoder.isComplete {
-            let available = src.inputLength
-            let event: BodyDecoder.Event = try src.withInput(max: BodyDecoder.maxLineBytes) { buf throws(WireError) in
-                try decoder.next(buf, available: available)
+        let chunked = out == .chunked
+        try BodyPump.pump(src, &decoder, end: { if chunked { dst.write(ChunkedEncoder.last) } }) { n in
+            if let sample, sample.sampleRoom > 0 {
+                src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
             }
-            switch event {
-            case .data(let n):
-                if let sample, sample.sampleRoom > 0 {
-                    src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
-                }
-                if out == .chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
-                src.moveInput(n, to: dst)
-                if out == .chunked { dst.write(ChunkedEncoder.chunkTrailer) }
-                counted(n)
-                if bounded && dst.outputLength >= Self.writeHighWatermark { return }
-            case .framing(let n):
-                src.drainInput(n)
-            case .end(let n):
-                src.drainInput(n)
-                if out == .chunked { dst.write(ChunkedEncoder.last) }
-            case .needMore:
-                return
-            }
+            if chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
+            src.moveInput(n, to: dst)
+            if chunked { dst.write(ChunkedEncoder.chunkTrailer) }
+            counted(n)
+            return !bounded || dst.outputLength < Self.writeHighWatermark
         }
     }
 
@@ -265,7 +214,7 @@ extension ClientConnection {
     func upstreamReadable(_ u: UpstreamConnection) {
         guard phase == .forwarding, let ex = exchange, ex.upstream === u else { return }
         if u.stream.inputLength > 0 {
-            ex.machine.upstreamBytesArrived()
+            run(ex.machine.upstreamBytesArrived(), ex)
             if ex.metrics.firstResponseByte == 0 { ex.metrics.firstResponseByte = EventLoop.nowNanos() }
         }
         if ex.machine.awaitingResponseHead {
@@ -304,19 +253,16 @@ extension ClientConnection {
                 upstreamMalformed(ex, u, e)
                 return
             }
-            switch ex.machine.responseHeadReceived(status: head.status, validates: ex.route.validator != nil) {
-            case .absorbInterim:
-                continue   // interim (100, 103): ours to absorb
-            case .respondError:
-                upstreamMalformed(ex, u, nil, detail: "101 Switching Protocols without an Upgrade request")
-                return
-            default:
-                startResponse(ex, u, head)
+            if head.status >= 200 { startResponse(ex, head) }   // interim heads (100, 103) are ours to absorb
+            run(ex.machine.responseHeadReceived(status: head.status, validates: ex.route.validator != nil), ex) {
+                GatewayError(.upstreamMalformed, status: ExchangeMachine.UpstreamFailure.malformed.status,
+                             message: "101 Switching Protocols without an Upgrade request", source: .upstream)
             }
         }
     }
 
-    private func startResponse(_ ex: Exchange, _ u: UpstreamConnection, _ head: ResponseHead) {
+    /// A final head arrived: what the relay needs of it, before the machine decides what to do.
+    private func startResponse(_ ex: Exchange, _ head: ResponseHead) {
         if ex.reachabilityTrial {
             // The trial was answered: the circuit closes (a pooled connection never reported
             // a connect).
@@ -330,15 +276,8 @@ extension ClientConnection {
         ex.responseFraming = framing
         ex.responseDecoder = BodyDecoder(framing: framing)
         ex.responseOut = ForwardingHeads.responseFraming(framing, clientVersion: ex.request.version)
-        ex.clientKeepAlive = ex.request.keepAlive && clientContinues && ex.responseOut != .close
-            && ex.requestBodyDone
-        if ex.route.validator != nil {
-            // The upstream response filter (validators) sees the head before the client does.
-            if applyResponseFilter(ex, u, worker.phases.upstreamResponseFilter(ex, head, framing: framing)) { return }
-            ex.machine.validatorReleasedHead()   // accepted on sight, or a report-only reject
-        }
-        writeResponseHead(ex, framing: framing)
-        pumpResponseBody()
+        ex.clientKeepAlive = ex.machine.clientKeepAlive(requestKeepAlive: ex.request.keepAlive, clientContinues: clientContinues,
+                                                        closeDelimited: ex.responseOut == .close)
     }
 
     /// The one place a relayed response head is written (streamed, or after validation with
@@ -352,13 +291,12 @@ extension ClientConnection {
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: worker.idPrefix, into: &worker.headWriter)
         worker.headWriter.withBytes { stream.write($0) }
-        ex.machine.validatorReleasedHead()
     }
 
     func pumpResponseBody(bounded: Bool = true) {
         guard phase == .forwarding, let ex = exchange, let u = ex.upstream, !ex.machine.awaitingResponseHead else { return }
-        if let v = ex.validation, v.phase != .relaying {
-            pumpValidatedBody(ex, u, v)
+        if ex.machine.response == .validating {
+            pumpValidatedBody(ex)
             return
         }
         do throws(WireError) {
@@ -371,57 +309,46 @@ extension ClientConnection {
             return
         }
         if ex.responseDecoder.isComplete {
-            responseDelivered(ex, upstreamReusable: true)
+            responseDelivered(ex)
         } else if stream.outputLength >= Self.writeHighWatermark {
-            let was = ex.machine.isSuspended
-            performFlow(ex.machine.clientOutputFilled(), ex, wasSuspended: was)
+            run(ex.machine.clientOutputFilled(), ex)
         }
     }
 
     /// The upstream closed, errored or went silent after the response head.
     func upstreamEndedDuringBody(_ ex: Exchange, _ u: UpstreamConnection, event: StreamEvent) {
-        if let v = ex.validation, v.phase != .relaying {
-            validatedUpstreamEnded(ex, u, v, event: event)
+        if ex.machine.response == .validating {
+            validatedUpstreamEnded(ex, u, event: event)
             return
         }
-        let failure: GatewayError
         let timeout = event == .readTimeout || event == .writeTimeout
+        var cause = "upstream \(timeout ? "timed out" : "failed") mid-body"
         if event == .eof {
             // Bytes may still be buffered: relay them all before judging the end.
             pumpResponseBody(bounded: false)
             if exchange !== ex { return }   // the body was complete after all
-            ex.upstream = nil
-            u.close()
+            dropUpstream(ex)
             do throws(WireError) {
                 try ex.responseDecoder.finishOnEOF()   // a close-delimited body ends here
                 if ex.responseOut == .chunked { stream.write(ChunkedEncoder.last) }
-                ex.clientKeepAlive = ex.clientKeepAlive && ex.responseOut != .close
-                responseDelivered(ex, upstreamReusable: false)
+                responseDelivered(ex)
                 return
             } catch {
-                failure = GatewayError(.upstreamClosed, status: ex.responseStatus,
-                                       message: "upstream closed mid-body: \(error.detail)", source: .upstream)
+                cause = "upstream closed mid-body: \(error.detail)"
             }
-        } else {
-            failure = GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: ex.responseStatus,
-                                   message: "upstream \(timeout ? "timed out" : "failed") mid-body", source: .upstream)
         }
         // The client must see an incomplete response, never a complete one: send what
         // arrived, then cut the connection without finishing the framing.
-        _ = ex.machine.upstreamFailed(timeout ? .timeout : .closed)
-        endExchange(ex, .truncated(failure))
+        run(ex.machine.upstreamFailed(timeout ? .timeout : .closed), ex) {
+            GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: ex.responseStatus, message: cause,
+                         source: .upstream)
+        }
     }
 
-    private func upstreamMalformed(_ ex: Exchange, _ u: UpstreamConnection, _ error: WireError?, detail: String = "") {
-        ex.upstream = nil
-        u.close()   // never reused
-        let e = error.map { GatewayError(upstreamWire: $0) }
-            ?? GatewayError(.upstreamMalformed, status: 502, message: detail, source: .upstream)
-        if ex.machine.upstreamFailed(.malformed) == .truncateClient {
-            endExchange(ex, .truncated(e))
-        } else {
-            failExchange(e)
-        }
+    /// A response that is not HTTP/1.1: the upstream connection is never reused.
+    func upstreamMalformed(_ ex: Exchange, _ u: UpstreamConnection, _ error: WireError) {
+        dropUpstream(ex)
+        run(ex.machine.upstreamFailed(.malformed), ex) { GatewayError(upstreamWire: error) }
     }
 
     // MARK: completion
@@ -442,34 +369,8 @@ extension ClientConnection {
         }
     }
 
-    /// Performs what the machine answered to a client-side event.
-    func perform(_ action: ExchangeMachine.Action, _ ex: Exchange, event: StreamEvent) {
-        switch action {
-        case .keepServingHalfClosedClient:
-            lifecycle.inputClosed()
-        case .relayBufferedBody:
-            lifecycle.inputClosed()
-            if ex.collected != nil {
-                collectRequestBody(ex)   // completes it, or finds it cut off
-            } else {
-                pumpRequestBody()   // decides now, or once the upstream is ready
-            }
-        case .abort:
-            clientAborted(event)
-        default:
-            break
-        }
-    }
-
     func clientAborted(_ event: StreamEvent) {
         guard let ex = exchange else { close(); return }
-        _ = ex.machine.clientGone()
-        let why: String
-        switch event {
-        case .eof: why = "client closed the connection"
-        case .writeTimeout: why = "client stopped reading"
-        default: why = "client connection failed"
-        }
-        endExchange(ex, .aborted(GatewayError(.clientAborted, status: 499, message: why, source: .client)))
+        run(ex.machine.clientGone(), ex) { Self.clientAbort(event) }
     }
 }

@@ -84,7 +84,7 @@ final class ClientConnection: StreamDelegate {
         if timerMode == .restOfBody {
             // The rest of the body did not come in time: the client has its whole response.
             timerMode = .idle
-            if phase == .forwarding, let ex = exchange { endExchange(ex, .completed(upstreamReusable: false)) }
+            if phase == .forwarding, let ex = exchange { run(ex.machine.restOfRequestBodyTimedOut(), ex) }
             return
         }
         guard phase == .awaitingHead || phase == .pausedForOutput else { return }
@@ -120,15 +120,14 @@ final class ClientConnection: StreamDelegate {
             return
         }
         guard phase == .forwarding, let ex = exchange else { return }
-        if let v = ex.validation, v.phase == .delivering {
-            if !ex.machine.judgingRestOfRequestBody { continueDelivery(ex, v) }   // delivered already
+        if ex.machine.validation == .delivering {
+            if !ex.machine.judgingRestOfRequestBody { continueDelivery(ex) }   // delivered already
             return
         }
         guard ex.upstream != nil else { return }
         // The client drained what we queued: let the upstream send more.
         if stream.outputLength < Self.writeHighWatermark / 2 {
-            let was = ex.machine.isSuspended
-            performFlow(ex.machine.clientOutputDrained(), ex, wasSuspended: was)
+            run(ex.machine.clientOutputDrained(), ex)
             pumpResponseBody()
         }
     }
@@ -152,7 +151,7 @@ final class ClientConnection: StreamDelegate {
                 // are still delivered, then the connection closes. Body bytes that arrived with
                 // the close are still buffered (the upstream may still be connecting): they are
                 // relayed first, and only a body still incomplete after that is an abort.
-                perform(ex.machine.clientHalfClosed(), ex, event: event)
+                run(ex.machine.clientHalfClosed(), ex)
                 return
             }
             clientAborted(event)
@@ -282,10 +281,10 @@ final class ClientConnection: StreamDelegate {
             return
         }
         guard let ex = exchange else { close(); return }
-        _ = ex.machine.clientGone()
-        endExchange(ex, .aborted(GatewayError(.drainTimeout, status: 503,
-                                              message: "the drain timeout passed with the exchange in flight",
-                                              source: .internal)))
+        run(ex.machine.clientGone(), ex) {
+            GatewayError(.drainTimeout, status: 503, message: "the drain timeout passed with the exchange in flight",
+                         source: .internal)
+        }
     }
 
     func close() {

@@ -50,10 +50,6 @@ final class Exchange {
         set { phaseState.multipart = newValue }
     }
     var bytesIn: UInt64 = 0
-    /// `bytesIn` when the upstream's read timeout last fired during the upload: the timeout
-    /// counts the upstream's silence after the request went up, so while the body still moves
-    /// it starts again (nginx's proxy_read_timeout; a stalled upload is the write timeout's).
-    var bytesInAtReadTimeout: UInt64 = 0
     /// Set when the request phase refused the request: what its reject record says.
     var requestRejection: RequestRejection?
     /// The route's `request.timeout` over the whole exchange; nil on routes without one.
@@ -61,14 +57,16 @@ final class Exchange {
 
     // upstream
     var upstream: UpstreamConnection?
-    var addresses: [SocketAddress] = []
-    var addressIndex = 0
+    /// The resolved addresses and the one dialled last.
+    var connector = UpstreamConnector()
     var connectedAt: UInt64 = 0
     var responseStartedAt: UInt64 = 0
     var lastUpstreamAddress: SocketAddress?
     /// Holds one of its worker's slots for this upstream (max_connections_per_upstream) until a
     /// new connection is attached, which takes it over.
     var holdsSlot = false
+    /// Counted in the in-flight gauge (from dispatch until `endExchange` releases it, once).
+    var inFlight = false
     /// Non-zero while waiting in the worker's queue for this upstream.
     var queueTicket: UInt64 = 0
     /// The one request let through while the route's circuit is half-open

@@ -208,15 +208,18 @@ struct GatewayPhases: ProxyPhases {
                                   url: Self.upstreamURL(ex), bodyIsEmpty: bodyIsEmpty)
         if case .rejected(let error) = validator.validate(head: facts),
            !validator.needsBody || bodyIsEmpty != nil || error.reason == .unacceptableStatus {
-            let enforce = config.mode == .enforce
-            let v = ResponseValidation(config: config, validator: validator, facts: facts,
-                                       phase: enforce ? .drainingRejected : .relaying, rejection: error)
-            return enforce ? .drainRejected(v) : .relaySampled(v)
+            return ResponseFilterVerdict(head: .rejected, validation: ResponseValidation(config: config, validator: validator,
+                                                                                        facts: facts, rejection: error))
         }
         guard validator.needsBody else { return .relay }
-        let v = ResponseValidation(config: config, validator: validator, facts: facts, phase: .buffering)
-        if case .length(let n) = framing, n > UInt64(config.maxBodyBytes) { return .overLimit(v) }
-        return .buffer(v)
+        if case .length(let n) = framing, n > UInt64(config.maxBodyBytes) {
+            // Declared too large: not a byte is read, the reject is the body's size.
+            return ResponseFilterVerdict(head: .needsBody(overLimit: true),
+                                         validation: ResponseValidation(config: config, validator: validator, facts: facts,
+                                                                        rejection: .bodyTooLarge(limit: config.maxBodyBytes)))
+        }
+        return ResponseFilterVerdict(head: .needsBody(overLimit: false),
+                                     validation: ResponseValidation(config: config, validator: validator, facts: facts))
     }
 
     /// The URL the gateway fetched: `http://host:port/path?query`.
@@ -264,7 +267,6 @@ struct GatewayPhases: ProxyPhases {
         if let v = ex.validation { recordReject(ex, v) }
         if let r = ex.requestRejection { recordRequestReject(ex, r, status: status) }
         if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
-        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
         if let hub = worker.taskEvents, hub.wants(ex.outcome) {
             hub.publish(ex.event(ex.outcome, status: status, reason: ex.failure))
         }
@@ -327,9 +329,9 @@ struct GatewayPhases: ProxyPhases {
     }
 
     /// The exchange's counters and latencies: status class, bytes, time to first byte and
-    /// total; the in-flight gauge goes down.
+    /// total. (The in-flight gauge and the upstream slot are released where the exchange
+    /// ends, `ClientConnection.endExchange`, not here.)
     private func recordMetrics(_ ex: Exchange, _ m: RouteMetrics, status: Int) {
-        worker.context.metrics.inFlight.decrement()
         m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
         m.latency.observe(firstByte: ex.responseStartedAt > ex.started ? ex.responseStartedAt - ex.started : 0,
                           total: ex.metrics.responseEnd &- ex.started)

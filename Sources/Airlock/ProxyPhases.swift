@@ -84,19 +84,20 @@ enum RequestFilterVerdict {
     case refuse(GatewayError, reason: String, message: String)
 }
 
-/// `upstreamResponseFilter`'s answer.
-enum ResponseFilterVerdict {
-    /// Stream the response as it comes (no validator, or accepted on the head).
-    case relay
-    /// Stream it, sampling the body: a report-only reject decided on the head.
-    case relaySampled(ResponseValidation)
-    /// Enforce a reject decided on the head: read the body to its end (for the connection's
-    /// reuse), then answer the reject.
-    case drainRejected(ResponseValidation)
-    /// Hold the head and buffer the body for a body validator.
-    case buffer(ResponseValidation)
-    /// The declared length is over `max_body_bytes`: not a byte is read.
-    case overLimit(ResponseValidation)
+/// `upstreamResponseFilter`'s answer: the validator's verdict on the head, and the state the
+/// validate phase keeps (nil when the response streams untouched). What follows from the
+/// verdict (enforce or report-only, buffer, drain, reject) is `ExchangeMachine`'s decision
+/// (`responseHeadJudged`).
+struct ResponseFilterVerdict {
+    let head: ExchangeMachine.HeadVerdict
+    let validation: ResponseValidation?
+
+    static var relay: ResponseFilterVerdict { ResponseFilterVerdict(head: .accepted, validation: nil) }
+
+    /// The route's mode, for the machine (`.enforce` when there is nothing to enforce).
+    var enforcement: ExchangeMachine.Enforcement {
+        validation?.config.mode == .reportOnly ? .reportOnly : .enforce
+    }
 }
 
 /// How one request ended: what `logging` records and what becomes of the client connection.

@@ -49,35 +49,42 @@ final class ReachabilityMonitor {
         timer?.schedule(after: interval)
     }
 
+    /// Resolves and dials the upstream's first address with the shared connector (no egress
+    /// filter: the operator configured this upstream).
     private func probe(_ index: Int, _ h: UpstreamHealth) {
-        resolver.resolve(host: h.key.host, port: h.key.port) { [weak self] result in
+        UpstreamConnector.resolve(resolver, host: h.key.host, port: h.key.port, filter: nil) { [weak self] result in
             guard let self, self.timer != nil else { return }
             switch result {
-            case .failure(let e):
-                self.finish(index, h, .probeFailed("cannot resolve \(h.key.host): \(e.detail)"))
+            case .failure(.unresolvable(let detail)):
+                self.finish(index, h, .probeFailed("cannot resolve \(h.key.host): \(detail)"))
+            case .failure(.refused(let e)):   // no filter here: kept for completeness
+                self.finish(index, h, .probeFailed(e.message))
             case .success(let addresses):
-                guard let address = addresses.first else {
-                    self.finish(index, h, .probeFailed("no address for \(h.key.host)"))
-                    return
-                }
-                self.connect(index, h, address)
+                self.connect(index, h, addresses)
             }
         }
     }
 
-    private func connect(_ index: Int, _ h: UpstreamHealth, _ address: SocketAddress) {
+    private func connect(_ index: Int, _ h: UpstreamHealth, _ addresses: [SocketAddress]) {
         let timeout = min(context.reachability.interval ?? .seconds(5), context.config.limits.connectTimeout)
-        do {
+        let p = Probe(health: h, index: index, monitor: self)
+        var connector = UpstreamConnector()
+        connector.start(addresses)
+        let dial = connector.dialNext(isSelf: { _ in false }, freeDescriptor: { false }) { address in
             var tls: TLSSetup?
             if let security = h.security {
-                tls = TLSSetup(context: try context.tls.context(for: security), serverName: h.key.host, session: nil) { _ in false }
+                tls = TLSSetup(context: try context.tls.context(for: security), serverName: h.key.host, session: nil) { _ in }
             }
-            let p = Probe(health: h, index: index, monitor: self)
             p.stream = try Stream(loop: loop, connectingTo: address, timeout: timeout, tls: tls)
+        }
+        switch dial {
+        case .dialling, .ownListener:
             p.stream?.delegate = p
             probes[ObjectIdentifier(p)] = p
-        } catch {
-            finish(index, h, .probeFailed("\(error)"))
+        case .failed(nil):
+            finish(index, h, .probeFailed("no address for \(h.key.host)"))
+        case .failed(let error?):
+            finish(index, h, .probeFailed(error))
         }
     }
 

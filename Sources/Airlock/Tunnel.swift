@@ -22,8 +22,8 @@ final class Tunnel: StreamDelegate {
     /// The upstream connection, from the first connect attempt until the tunnel ends.
     var upstream: Stream?
     var upstreamAddress: SocketAddress?
-    private var addresses: [SocketAddress] = []
-    private var addressIndex = 0
+    /// The resolved addresses and the one dialled last.
+    private var connector = UpstreamConnector()
     /// Payload bytes client → upstream (after the CONNECT head) and upstream → client.
     var bytesUp: UInt64 = 0
     var bytesDown: UInt64 = 0
@@ -37,6 +37,8 @@ final class Tunnel: StreamDelegate {
     var failure: String?
     /// The last failed connect attempt's event (its error text goes into the 502).
     private var lastConnectError: StreamEvent?
+    /// Set when the last address could not even be dialled (no socket): its error, for the 502.
+    private var lastDialError: String?
     /// Keeps the tunnel alive until the loop turn after its end (see `finish`).
     private var reaper: AirlockIO.Timer?
 
@@ -62,54 +64,44 @@ final class Tunnel: StreamDelegate {
         clientStream.setReading(false)
         clientStream.setTimeouts(read: nil, write: nil)   // the tunnel's idle timer governs
         worker.context.metrics.tunnelsOpen.increment()
-        worker.resolver.resolve(host: peer.host, port: peer.port) { [weak self] result in
+        let (phases, peer, route, id) = (worker.phases, peer, route, id)
+        UpstreamConnector.resolve(worker.resolver, host: peer.host, port: peer.port, filter: {
+            phases.egressFilter($0, host: peer.host, port: peer.port, route: route, id: id)
+        }) { [weak self] result in
             guard let self, self.machine.state == .connecting else { return }
             switch result {
-            case .success(let resolved):
-                switch self.worker.phases.egressFilter(resolved, host: self.peer.host, port: self.peer.port,
-                                                        route: self.route, id: self.id) {
-                case .success(let allowed):
-                    self.addresses = allowed
-                    self.addressIndex = 0
-                    self.connectNextAddress()
-                case .failure(let e):
-                    self.refuse(e)
-                }
-            case .failure(let err):
+            case .success(let addresses):
+                self.connector.start(addresses)
+                self.connectNextAddress()
+            case .failure(.refused(let e)):
+                self.refuse(e)
+            case .failure(.unresolvable(let detail)):
                 self.refuse(GatewayError(.upstreamUnresolvable, status: 502,
-                                         message: "cannot resolve \(peer.host): \(err.detail)", source: .upstream))
+                                         message: "cannot resolve \(peer.host): \(detail)", source: .upstream))
             }
         }
     }
 
+    /// Dials the next resolved address. One that cannot even be dialled (no socket) goes to the
+    /// machine like a refusal: the next address, or the 502 after the last.
     private func connectNextAddress() {
-        var lastError = ""
-        while addressIndex < addresses.count {
-            let addr = addresses[addressIndex]
-            addressIndex += 1
-            upstreamAddress = addr
-            if worker.context.isSelf(addr) {
-                refuse(GatewayError(.loopDetected, status: 508,
-                                    message: "CONNECT target \(addr) is this gateway's own listener", source: .client))
-                return
-            }
-            do {
-                let s = try Stream(loop: worker.loop, connectingTo: addr, timeout: worker.limits.connectTimeout)
-                s.delegate = self
-                upstream = s
-                worker.upstreamOpened()
-                return
-            } catch let e as IOError where e.isDescriptorExhaustion && worker.closeOneIdleUpstream() {
-                addressIndex -= 1   // an idle pooled connection gave its descriptor
-                lastError = e.description
-            } catch {
-                lastError = "\(error)"
-            }
+        let dial = connector.dialNext(isSelf: worker.context.isSelf, freeDescriptor: worker.closeOneIdleUpstream) { addr in
+            let s = try Stream(loop: worker.loop, connectingTo: addr, timeout: worker.limits.connectTimeout)
+            s.delegate = self
+            upstream = s
+            worker.upstreamOpened()
         }
-        _ = machine.connectFailed(.refused, moreAddresses: false)
-        answerClient(GatewayError(.upstreamRefused, status: 502,
-                                  message: "cannot connect to \(peer.host):\(peer.port)" + (lastError.isEmpty ? "" : " (\(lastError))"),
-                                  source: .upstream))
+        upstreamAddress = connector.current
+        switch dial {
+        case .dialling:
+            lastDialError = nil   // the stream reports the outcome (upstreamConnectEvent)
+        case .ownListener(let addr):
+            refuse(GatewayError(.loopDetected, status: 508,
+                                message: "CONNECT target \(addr) is this gateway's own listener", source: .client))
+        case .failed(let error):
+            lastDialError = error ?? ""
+            perform(machine.connectFailed(.refused, moreAddresses: connector.hasMore))
+        }
     }
 
     /// The upstream stream's events while connecting.
@@ -118,10 +110,10 @@ final class Tunnel: StreamDelegate {
         case .connected:
             perform(machine.upstreamConnected())
         case .writeTimeout, .readTimeout:
-            perform(machine.connectFailed(.timeout, moreAddresses: addressIndex < addresses.count))
+            perform(machine.connectFailed(.timeout, moreAddresses: connector.hasMore))
         default:
             lastConnectError = event
-            perform(machine.connectFailed(.refused, moreAddresses: addressIndex < addresses.count))
+            perform(machine.connectFailed(.refused, moreAddresses: connector.hasMore))
         }
     }
 
@@ -149,6 +141,11 @@ final class Tunnel: StreamDelegate {
             return GatewayError(.upstreamTimeout, status: 504,
                                 message: "connect to \(addr) timed out after \(worker.limits.connectTimeout)", source: .upstream)
         case .refused:
+            if let dial = lastDialError {
+                return GatewayError(.upstreamRefused, status: 502,
+                                    message: "cannot connect to \(peer.host):\(peer.port)" + (dial.isEmpty ? "" : " (\(dial))"),
+                                    source: .upstream)
+            }
             var why = ""
             if case .error(let text)? = lastConnectError { why = ": \(text)" }
             return GatewayError(.upstreamRefused, status: 502, message: "\(addr) refused the connection\(why)",

@@ -34,6 +34,9 @@ public struct ExchangeMachine: Sendable, Equatable {
         case timeout              // connect, read or write timeout
         case untrusted            // TLS handshake or the security policy failed
         case malformed            // a response that is not HTTP/1.1
+
+        /// The status the client is answered with: 504 for a timeout, 502 otherwise.
+        public var status: Int { self == .timeout ? 504 : 502 }
     }
 
     /// How an upstream connection ends its part in this exchange.
@@ -57,14 +60,50 @@ public struct ExchangeMachine: Sendable, Equatable {
         case held                 // → .flowing (the partner's output drained)
     }
 
+    /// Where the route's response validator stands (`response: validating` or after it). The
+    /// validator's own verdicts are the connection code's to compute; what follows from them
+    /// (enforce or report-only, reject, deliver, relay) is decided here.
+    public enum Validation: Sendable, Equatable {
+        case none                 // no validator on this response (or it accepted the head)
+        case judgingHead          // the head waits for the response filter's verdict → .none, .buffering, .drainingRejected, .sampling
+        case buffering            // the body is read whole for the validator, up to its limit → .delivering, .sampling, (answered)
+        case drainingRejected     // enforce, rejected on the head: the body is read for the record's sample → (answered)
+        case sampling             // report-only reject: the response streams as usual, its first bytes kept → final
+        case delivering           // the validated body goes to the client at its pace → final
+    }
+
+    /// The response filter's verdict on a head (`validateResponse`).
+    public enum HeadVerdict: Sendable, Equatable {
+        case accepted             // nothing more to check: stream it
+        case rejected             // final on the head (no body needed, or the status alone fails)
+        case needsBody(overLimit: Bool)   // the body validator must see the body; `overLimit`: declared too large
+    }
+
+    /// A route's validation mode (`response.mode`).
+    public enum Enforcement: Sendable, Equatable {
+        case enforce              // a rejected response is answered with `reject_status`
+        case reportOnly           // it is recorded and relayed untouched
+    }
+
     public enum Action: Sendable, Equatable {
         case none
         case sendRequestHead                 // the connection is ready: head, then the body as it comes
+        case connectNextAddress              // this address refused: dial the next resolved one
         case retryOnNewConnection            // a pooled connection died before answering: once more, fresh
-        case respondError(UpstreamFailure)   // answer the client with the failure's status and JSON
+        case waitForUpload                   // the upstream's read timeout while the body still moves up: it owes no answer yet
+        case respondError(UpstreamFailure)   // answer the client with the failure's status (`UpstreamFailure.status`) and JSON
+        case answer(keepAlive: Bool)         // write Airlock's own answer; `keepAlive`: the client connection carries on
+        case respondClientError              // the client's body is malformed or too large: answer it, close the upstream
+        case failRequest                     // the client has its whole response and its body's rest proved malformed
         case truncateClient                  // the client has part of the response: close without finishing it
-        case writeResponseHead               // relay the head now
-        case validateResponse                // hold the head; read the body for the route's validator
+        case writeResponseHead               // relay the head now, then the body
+        case validateResponse                // hold the head; ask the response filter (`responseHeadJudged`)
+        case bufferResponseBody              // read the body whole for the body validator
+        case drainRejectedBody               // enforce, rejected on the head: read the body for its sample
+        case runBodyValidator                // the buffered body is whole: validate it (`responseBodyJudged`)
+        case deliverValidatedBody            // the head with the buffered body's length, then that body
+        case relayBodyOverLimit              // report-only, over `max_body_bytes`: relay what was read, stream the rest
+        case answerReject(upstreamReusable: Bool)  // enforce: `reject_status` and the reject's JSON
         case absorbInterim                   // a 1xx: ours to drop, wait for the final head
         case keepServingHalfClosedClient     // the client half-closed after a whole request: still answer it
         case relayBufferedBody               // half-closed mid-body: relay what arrived with the close, then decide
@@ -74,18 +113,26 @@ public struct ExchangeMachine: Sendable, Equatable {
         case pauseUpstreamReads              // the client's output is full: stop reading the upstream
         case resumeUpstreamReads             // it drained: read the upstream again
         case judgeRestOfRequestBody          // the response is whole, the client's body is not: read the rest, send none of it
+        case finishExchange                  // the client has the whole response and the request is over: the exchange ends
     }
 
     public let method: Method
     public let requestHasBody: Bool
     public private(set) var request: RequestState
     public private(set) var response: ResponseState = .awaitingHead
+    /// The route's validator, once a head went to it (`validateResponse`).
+    public private(set) var validation: Validation = .none
+    /// The route's validation mode, known once the response filter judged the head.
+    public private(set) var enforcement: Enforcement = .enforce
     /// Connections tried so far (a retry makes it 2).
     public private(set) var attempts = 0
     /// Whether the connection now serving the exchange came from the pool.
     public private(set) var onReusedConnection = false
     /// Whether any byte of a response arrived on the current connection.
     public private(set) var upstreamBytesSeen = false
+    /// Request body bytes sent when the upstream's read timeout last fired during the upload
+    /// (`upstreamReadTimedOut`).
+    public private(set) var bodyBytesAtReadTimeout: UInt64 = 0
     /// Whether the logging phase has run for this exchange.
     public private(set) var logged = false
     /// The client's reads: held while the upstream's output is full.
@@ -123,6 +170,24 @@ public struct ExchangeMachine: Sendable, Equatable {
         }
     }
 
+    // MARK: the keep-alive rule
+
+    /// The one rule for whether the client connection carries another request after this
+    /// response: the client asked for keep-alive, its whole request was read, it can still send
+    /// (`clientContinues`: not draining, not half-closed with nothing more sent), the response
+    /// is not delimited by the close, and the answer does not make the connection untrustworthy.
+    public static func clientKeepAlive(requestKeepAlive: Bool, requestWhole: Bool, clientContinues: Bool,
+                                       closeDelimited: Bool = false, mustClose: Bool = false) -> Bool {
+        requestKeepAlive && requestWhole && clientContinues && !closeDelimited && !mustClose
+    }
+
+    /// `clientKeepAlive` for this exchange's request as it stands now.
+    public func clientKeepAlive(requestKeepAlive: Bool, clientContinues: Bool, closeDelimited: Bool = false,
+                                mustClose: Bool = false) -> Bool {
+        Self.clientKeepAlive(requestKeepAlive: requestKeepAlive, requestWhole: requestBodyDone,
+                             clientContinues: clientContinues, closeDelimited: closeDelimited, mustClose: mustClose)
+    }
+
     // MARK: events: connecting and sending
 
     /// A connection is ready for this exchange (new, or taken from the pool).
@@ -134,67 +199,149 @@ public struct ExchangeMachine: Sendable, Equatable {
         return .sendRequestHead
     }
 
-    /// The request body's last byte went upstream.
-    public mutating func requestBodyComplete() {
-        if request == .streamingBody { request = .complete }
+    /// A connect to one resolved address failed (refused, unreachable, no socket). The next
+    /// address is dialled while there is one; after the last the client is answered 502.
+    /// A refused connect is never retried on the same address.
+    public mutating func connectFailed(moreAddresses: Bool) -> Action {
+        guard response == .awaitingHead else { return .none }
+        if moreAddresses { return .connectNextAddress }
+        response = .answered
+        return .respondError(.refused)
+    }
+
+    /// The request body's last byte went upstream. If the client already has its whole
+    /// response (`judgeRestOfRequestBody`), the exchange ends here.
+    public mutating func requestBodyComplete() -> Action {
+        guard request == .streamingBody else { return .none }
+        request = .complete
+        return response == .complete ? .finishExchange : .none
     }
 
     /// The gateway read the client's whole body itself (a request serializer rebuilds it):
     /// nothing of it streams; the rebuilt body goes up with the head.
-    public mutating func requestBodyBuffered() {
+    public mutating func requestBodyBuffered() -> Action {
         if request == .bodyPending { request = .complete }
+        return .none
     }
 
-    /// The client's body was malformed: nothing more goes upstream.
-    public mutating func requestBodyFailed() {
+    /// The client's body was malformed (or over the limit): nothing more goes upstream. Before
+    /// the response is whole the client is answered; after, the exchange fails as the
+    /// client's error (its rest was being judged).
+    public mutating func requestBodyFailed() -> Action {
         request = .failed
+        return response == .complete ? .failRequest : .respondClientError
     }
 
-    public mutating func upstreamBytesArrived() {
+    public mutating func upstreamBytesArrived() -> Action {
         upstreamBytesSeen = true
+        return .none
     }
 
     // MARK: events: the response
 
     /// A response head arrived. `validates`: the route has a validator that wants to see it.
-    /// The connection code may still relay a head the validator accepted on sight
-    /// (`validatorReleasedHead`).
     public mutating func responseHeadReceived(status: Int, validates: Bool) -> Action {
         guard response == .awaitingHead else { return .none }
         if status == 101 { return failUpstream(.malformed) }   // no Upgrade was asked for
         if status < 200 { return .absorbInterim }
         if validates {
             response = .validating
+            validation = .judgingHead
             return .validateResponse
         }
         response = .relaying
         return .writeResponseHead
     }
 
-    /// The validator let the head through (accepted on sight, a report-only reject, a body
-    /// over the limit in report-only mode, or the validated body delivered): it goes to the client.
-    public mutating func validatorReleasedHead() {
-        if response == .validating { response = .relaying }
+    /// The response filter judged the head (`validateResponse`). Enforce vs report-only is
+    /// decided here: a head rejected in enforce mode is answered with the reject (after its
+    /// body is read for the sample), in report-only mode it streams and is recorded.
+    public mutating func responseHeadJudged(_ verdict: HeadVerdict, _ mode: Enforcement) -> Action {
+        guard response == .validating, validation == .judgingHead else { return .none }
+        enforcement = mode
+        switch verdict {
+        case .accepted:
+            validation = .none
+            response = .relaying
+            return .writeResponseHead
+        case .rejected where mode == .enforce:
+            validation = .drainingRejected
+            return .drainRejectedBody
+        case .rejected:
+            validation = .sampling
+            response = .relaying
+            return .writeResponseHead
+        case .needsBody(let overLimit):
+            validation = .buffering
+            return overLimit ? responseBodyOverLimit() : .bufferResponseBody
+        }
     }
 
-    /// The client has the whole response. The exchange ends there (`.none`), unless the client's
-    /// body is still coming (an upstream that answered before reading it all): then the rest is
-    /// read, never sent (the upstream connection closes, `requestIncomplete`), and judged before
-    /// the exchange is logged (`.judgeRestOfRequestBody`): a malformed body is the client's
-    /// error even after the upstream's 200 (`requestBodyFailed`).
-    @discardableResult
+    /// The body being read for validation ended (its last byte, or a close that ends it).
+    public mutating func responseBodyEnded() -> Action {
+        guard response == .validating else { return .none }   // answered meanwhile
+        switch validation {
+        case .drainingRejected:
+            response = .answered
+            return .answerReject(upstreamReusable: true)
+        case .buffering:
+            return .runBodyValidator
+        case .none, .judgingHead, .sampling, .delivering:
+            return .none
+        }
+    }
+
+    /// The body validator's verdict on the whole buffered body (`runBodyValidator`).
+    public mutating func responseBodyJudged(accepted: Bool) -> Action {
+        guard response == .validating, validation == .buffering else { return .none }
+        if !accepted && enforcement == .enforce {
+            response = .answered
+            return .answerReject(upstreamReusable: true)
+        }
+        validation = .delivering   // accepted, or report-only: untouched
+        response = .relaying
+        return .deliverValidatedBody
+    }
+
+    /// The body read for validation passed `max_body_bytes` (declared, or as it came). Enforce:
+    /// the reject is answered and the upstream closed (its body is not read on). Report-only:
+    /// what was read is relayed and the rest streams.
+    public mutating func responseBodyOverLimit() -> Action {
+        guard response == .validating else { return .none }
+        switch validation {
+        case .buffering where enforcement == .reportOnly:
+            validation = .sampling
+            response = .relaying
+            return .relayBodyOverLimit
+        case .buffering, .drainingRejected:
+            response = .answered
+            return .answerReject(upstreamReusable: false)
+        case .none, .judgingHead, .sampling, .delivering:
+            return .none
+        }
+    }
+
+    /// The client has the whole response. The exchange ends there (`.finishExchange`), unless the
+    /// client's body is still coming (an upstream that answered before reading it all): then the
+    /// rest is read, never sent (the upstream connection closes, `requestIncomplete`), and
+    /// judged before the exchange is logged (`.judgeRestOfRequestBody`): a malformed body is
+    /// the client's error even after the upstream's 200 (`requestBodyFailed`).
     public mutating func responseComplete() -> Action {
         response = .complete
-        return request == .streamingBody ? .judgeRestOfRequestBody : .none
+        return request == .streamingBody ? .judgeRestOfRequestBody : .finishExchange
     }
 
     /// Whether the rest of the client's body is being read after the whole response
     /// (`.judgeRestOfRequestBody`).
     public var judgingRestOfRequestBody: Bool { response == .complete && request == .streamingBody }
 
-    /// Airlock answered the client itself (an error before any response byte, or a reject).
-    public mutating func answeredByGateway() {
+    /// Airlock answers the client itself (an error before any response byte, or a reject).
+    /// `mustClose`: the answer makes the connection untrustworthy. The answer says whether the
+    /// client connection carries on (`clientKeepAlive`).
+    public mutating func answeredByGateway(requestKeepAlive: Bool, clientContinues: Bool, mustClose: Bool) -> Action {
         if !isFinished { response = .answered }
+        return .answer(keepAlive: clientKeepAlive(requestKeepAlive: requestKeepAlive, clientContinues: clientContinues,
+                                                  mustClose: mustClose))
     }
 
     // MARK: events: failures
@@ -205,6 +352,18 @@ public struct ExchangeMachine: Sendable, Equatable {
         failUpstream(failure)
     }
 
+    /// The upstream's read timeout fired. While no head has come and the request body is still
+    /// moving up (`bodyBytesSent` grew since the last such timeout), the upstream owes no
+    /// answer yet: the wait goes on (nginx's proxy_read_timeout counts the silence after the
+    /// request; a stalled upload is the write timeout's). Otherwise it is a timeout.
+    public mutating func upstreamReadTimedOut(bodyBytesSent: UInt64) -> Action {
+        if response == .awaitingHead, !requestBodyDone, bodyBytesSent != bodyBytesAtReadTimeout {
+            bodyBytesAtReadTimeout = bodyBytesSent
+            return .waitForUpload
+        }
+        return failUpstream(.timeout)
+    }
+
     private mutating func failUpstream(_ failure: UpstreamFailure) -> Action {
         switch response {
         case .relaying:
@@ -212,6 +371,11 @@ public struct ExchangeMachine: Sendable, Equatable {
             return .truncateClient
         case .complete, .truncated, .answered, .failed:
             return .none
+        case .validating where validation == .drainingRejected:
+            // Nothing reached the client: a response rejected on its head is still answered
+            // as the reject (its sample is what was read).
+            response = .answered
+            return .answerReject(upstreamReusable: false)
         case .awaitingHead, .validating:
             break
         }
@@ -248,12 +412,20 @@ public struct ExchangeMachine: Sendable, Equatable {
         request == .complete ? .keepServingHalfClosedClient : .relayBufferedBody
     }
 
-    /// Everything the half-closed client sent is decoded and the body is still incomplete.
+    /// Everything the half-closed client sent is decoded and the body is still incomplete. If
+    /// the client already has its whole response (the rest was being judged), the exchange
+    /// ends completed; otherwise the client is gone.
     public mutating func requestBodyCutOff() -> Action {
-        clientGone()
+        response == .complete ? .finishExchange : clientGone()
     }
 
-    /// The client is gone (closed mid-body, reset, stopped reading).
+    /// The rest of the client's body did not come within `header_timeout` after the whole
+    /// response (`judgeRestOfRequestBody`): the client has its response; the exchange ends.
+    public mutating func restOfRequestBodyTimedOut() -> Action {
+        judgingRestOfRequestBody ? .finishExchange : .none
+    }
+
+    /// The client is gone (closed mid-body, reset, stopped reading, cancelled, drain timeout).
     public mutating func clientGone() -> Action {
         switch response {
         case .relaying: response = .truncated            // it saw part of the response

@@ -16,7 +16,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertEqual(m.attempts, 1)
         XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
         XCTAssertTrue(m.responseHeadSent)
-        m.responseComplete()
+        XCTAssertEqual(m.responseComplete(), .finishExchange)
         XCTAssertTrue(m.isFinished)
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
     }
@@ -27,7 +27,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertFalse(m.requestBodyDone)
         XCTAssertEqual(m.upstreamReady(reused: true), .sendRequestHead)
         XCTAssertEqual(m.request, .streamingBody)
-        m.requestBodyComplete()
+        XCTAssertEqual(m.requestBodyComplete(), .none, "the response is still to come")
         XCTAssertTrue(m.requestBodyDone)
     }
 
@@ -44,7 +44,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertTrue(bad.isFinished, "the client has the whole response")
         XCTAssertEqual(bad.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true),
                        .close(.requestIncomplete), "the upstream saw part of the body: never reused")
-        bad.requestBodyFailed()
+        XCTAssertEqual(bad.requestBodyFailed(), .failRequest, "the client has its response: no answer, the request failed")
         XCTAssertFalse(bad.judgingRestOfRequestBody)
         XCTAssertEqual(TaskState.derive(bad, upstreamReady: false, suspended: false, cancelled: false), .failed,
                        "a malformed body after the response is the client's error")
@@ -53,20 +53,20 @@ final class ExchangeMachineTests: XCTestCase {
         _ = good.upstreamReady(reused: false)
         _ = good.responseHeadReceived(status: 200, validates: false)
         XCTAssertEqual(good.responseComplete(), .judgeRestOfRequestBody)
-        good.requestBodyComplete()
+        XCTAssertEqual(good.requestBodyComplete(), .finishExchange, "the rest was good: the exchange ends")
         XCTAssertFalse(good.judgingRestOfRequestBody)
         XCTAssertEqual(TaskState.derive(good, upstreamReady: false, suspended: false, cancelled: false), .completed)
 
         var whole = post()
         _ = whole.upstreamReady(reused: false)
-        whole.requestBodyComplete()
+        XCTAssertEqual(whole.requestBodyComplete(), .none)
         _ = whole.responseHeadReceived(status: 200, validates: false)
-        XCTAssertEqual(whole.responseComplete(), .none, "the body was whole: the exchange ends with its response")
+        XCTAssertEqual(whole.responseComplete(), .finishExchange, "the body was whole: the exchange ends with its response")
         XCTAssertFalse(whole.judgingRestOfRequestBody)
         var plain = get()
         _ = plain.upstreamReady(reused: false)
         _ = plain.responseHeadReceived(status: 200, validates: false)
-        XCTAssertEqual(plain.responseComplete(), .none)
+        XCTAssertEqual(plain.responseComplete(), .finishExchange)
     }
 
     // MARK: the exchange's deadline (request.timeout)
@@ -87,7 +87,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertEqual(relaying.response, .truncated)
         XCTAssertEqual(relaying.deadlinePassed(), .none, "an exchange that ended is left alone")
         var done = get()
-        done.responseComplete()
+        XCTAssertEqual(done.responseComplete(), .finishExchange)
         XCTAssertEqual(done.deadlinePassed(), .none)
     }
 
@@ -108,7 +108,7 @@ final class ExchangeMachineTests: XCTestCase {
         _ = m.upstreamReady(reused: false)
         XCTAssertEqual(m.responseHeadReceived(status: 200, validates: true), .validateResponse)
         XCTAssertFalse(m.responseHeadSent, "nothing reaches the client while the body is validated")
-        m.validatorReleasedHead()
+        XCTAssertEqual(m.responseHeadJudged(.accepted, .enforce), .writeResponseHead)
         XCTAssertTrue(m.responseHeadSent)
         XCTAssertEqual(m.response, .relaying)
     }
@@ -117,7 +117,7 @@ final class ExchangeMachineTests: XCTestCase {
         var m = get()
         _ = m.upstreamReady(reused: false)
         _ = m.responseHeadReceived(status: 404, validates: true)
-        m.answeredByGateway()
+        XCTAssertEqual(m.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: false), .answer(keepAlive: true))
         XCTAssertEqual(m.response, .answered)
         XCTAssertFalse(m.responseHeadSent)
         XCTAssertEqual(m.upstreamFailed(.closed), .none, "a late upstream failure changes nothing once answered")
@@ -141,7 +141,7 @@ final class ExchangeMachineTests: XCTestCase {
 
         var spoke = get()
         _ = spoke.upstreamReady(reused: true)
-        spoke.upstreamBytesArrived()
+        XCTAssertEqual(spoke.upstreamBytesArrived(), .none)
         XCTAssertEqual(spoke.upstreamFailed(.closed), .respondError(.closed), "after a response byte: never")
 
         var slow = get()
@@ -161,7 +161,7 @@ final class ExchangeMachineTests: XCTestCase {
         var m = get()
         _ = m.upstreamReady(reused: false)
         _ = m.responseHeadReceived(status: 200, validates: false)
-        m.upstreamBytesArrived()
+        XCTAssertEqual(m.upstreamBytesArrived(), .none)
         XCTAssertEqual(m.upstreamFailed(.closed), .truncateClient)
         XCTAssertEqual(m.response, .truncated)
         XCTAssertTrue(m.responseHeadSent)
@@ -171,7 +171,7 @@ final class ExchangeMachineTests: XCTestCase {
         var m = get()
         _ = m.upstreamReady(reused: false)
         _ = m.responseHeadReceived(status: 200, validates: true)
-        m.upstreamBytesArrived()
+        XCTAssertEqual(m.upstreamBytesArrived(), .none)
         XCTAssertEqual(m.upstreamFailed(.closed), .respondError(.closed))
         XCTAssertEqual(m.response, .answered)
     }
@@ -183,7 +183,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertEqual(m.clientHalfClosed(), .keepServingHalfClosedClient, "even before the upstream is ready")
         var p = post()
         _ = p.upstreamReady(reused: false)
-        p.requestBodyComplete()
+        XCTAssertEqual(p.requestBodyComplete(), .none)
         XCTAssertEqual(p.clientHalfClosed(), .keepServingHalfClosedClient)
     }
 
@@ -193,7 +193,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertEqual(m.request, .bodyPending, "nothing is decided yet")
         // The buffered bytes completed the body once the upstream was ready:
         _ = m.upstreamReady(reused: false)
-        m.requestBodyComplete()
+        XCTAssertEqual(m.requestBodyComplete(), .none)
         XCTAssertTrue(m.requestBodyDone)
         // Or they did not:
         var cut = post()
@@ -227,7 +227,7 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: false, bodyReadToEnd: true, buffersEmpty: true), .close(.upstreamNotKeepAlive))
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .close(.requestIncomplete),
                        "an early answer while the body was still going up: the upstream may wait for the rest")
-        m.requestBodyComplete()
+        XCTAssertEqual(m.requestBodyComplete(), .none)
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: false), .close(.unreadBytes))
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
     }
@@ -273,10 +273,10 @@ final class ExchangeMachineTests: XCTestCase {
     func testHalfCloseAfterAWholeRequestThenTheResponseCompletes() {
         var m = post()
         _ = m.upstreamReady(reused: false)
-        m.requestBodyComplete()
+        XCTAssertEqual(m.requestBodyComplete(), .none)
         XCTAssertEqual(m.clientHalfClosed(), .keepServingHalfClosedClient)
         XCTAssertEqual(m.responseHeadReceived(status: 201, validates: false), .writeResponseHead)
-        m.responseComplete()
+        XCTAssertEqual(m.responseComplete(), .finishExchange)
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park,
                        "the client's half-close does not spoil the upstream connection")
     }
@@ -290,7 +290,7 @@ final class ExchangeMachineTests: XCTestCase {
         lifecycle.dispatched()
         _ = m.upstreamReady(reused: false)
         XCTAssertEqual(m.responseHeadReceived(status: 200, validates: true), .validateResponse)
-        m.answeredByGateway()   // the validator rejected the buffered body
+        XCTAssertEqual(m.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: false), .answer(keepAlive: true))   // the validator rejected the buffered body
         XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
         XCTAssertTrue(m.claimLogging())
         XCTAssertTrue(lifecycle.carriesAnotherRequest(inputBuffered: true))
@@ -311,7 +311,7 @@ final class ExchangeMachineTests: XCTestCase {
         lifecycle.drain()
         XCTAssertFalse(lifecycle.carriesAnotherRequest(inputBuffered: false), "the response says Connection: close")
         XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
-        m.responseComplete()
+        XCTAssertEqual(m.responseComplete(), .finishExchange)
         lifecycle.exchangeEnded()
         XCTAssertEqual(lifecycle.whenIdle(inputBuffered: 0, idleFor: .seconds(1), drainGrace: .milliseconds(100)), .close)
     }
@@ -369,5 +369,342 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertTrue(m.isSuspended, "the upstream's reads are still held")
         XCTAssertEqual(m.clientOutputDrained(), .resumeUpstreamReads)
         XCTAssertFalse(m.isSuspended)
+    }
+
+    // MARK: connecting (issue #19: the next address is the machine's decision)
+
+    func testARefusedConnectDialsTheNextAddressThenAnswers502() {
+        var m = get()
+        XCTAssertEqual(m.connectFailed(moreAddresses: true), .connectNextAddress)
+        XCTAssertEqual(m.response, .awaitingHead, "nothing is answered while an address is left")
+        XCTAssertEqual(m.connectFailed(moreAddresses: true), .connectNextAddress)
+        XCTAssertEqual(m.connectFailed(moreAddresses: false), .respondError(.refused), "the last address refused")
+        XCTAssertEqual(m.response, .answered)
+        XCTAssertEqual(m.connectFailed(moreAddresses: true), .none, "answered: a late report changes nothing")
+        XCTAssertEqual(m.attempts, 0, "no connection was ever ready")
+    }
+
+    func testARefusedConnectIsNeverRetriedOnAFreshConnection() {
+        var m = get()
+        _ = m.upstreamReady(reused: true)
+        XCTAssertEqual(m.upstreamFailed(.closed), .retryOnNewConnection)
+        XCTAssertEqual(m.connectFailed(moreAddresses: false), .respondError(.refused),
+                       "the retry's connect was refused: answered, not retried again")
+    }
+
+    func testFailureStatusesAre504ForATimeoutAnd502Otherwise() {
+        XCTAssertEqual(ExchangeMachine.UpstreamFailure.timeout.status, 504)
+        for f in [ExchangeMachine.UpstreamFailure.refused, .closed, .untrusted, .malformed] {
+            XCTAssertEqual(f.status, 502, "\(f)")
+        }
+    }
+
+    // MARK: the upload's read-timeout exemption (issue #19: decided by the machine)
+
+    func testTheReadTimeoutWaitsWhileTheUploadStillMoves() {
+        var m = post()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.upstreamReadTimedOut(bodyBytesSent: 65_536), .waitForUpload, "the body is still going up")
+        XCTAssertEqual(m.bodyBytesAtReadTimeout, 65_536)
+        XCTAssertEqual(m.upstreamReadTimedOut(bodyBytesSent: 131_072), .waitForUpload, "and it moved again")
+        XCTAssertEqual(m.upstreamReadTimedOut(bodyBytesSent: 131_072), .respondError(.timeout),
+                       "a timeout with no byte sent since the last: the upload stalled")
+        XCTAssertEqual(m.response, .answered)
+    }
+
+    func testTheReadTimeoutIsATimeoutOnceTheBodyIsUpOrTheHeadCame() {
+        var sent = post()
+        _ = sent.upstreamReady(reused: false)
+        XCTAssertEqual(sent.requestBodyComplete(), .none)
+        XCTAssertEqual(sent.upstreamReadTimedOut(bodyBytesSent: 10), .respondError(.timeout), "the upstream owes its answer")
+        var noBody = get()
+        _ = noBody.upstreamReady(reused: true)
+        XCTAssertEqual(noBody.upstreamReadTimedOut(bodyBytesSent: 0), .respondError(.timeout), "never retried: slow is not gone")
+        var connecting = post()
+        XCTAssertEqual(connecting.upstreamReadTimedOut(bodyBytesSent: 0), .respondError(.timeout),
+                       "a connect timeout: no byte of the body went anywhere")
+        var early = post()
+        _ = early.upstreamReady(reused: false)
+        _ = early.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(early.upstreamReadTimedOut(bodyBytesSent: 10), .truncateClient, "after the head: the relay is cut")
+    }
+
+    // MARK: 101 (issue #19: asked once)
+
+    func testSwitchingProtocolsIsAnsweredOnceAndNothingFollows() {
+        var m = get()
+        _ = m.upstreamReady(reused: true)
+        XCTAssertEqual(m.responseHeadReceived(status: 101, validates: true), .respondError(.malformed),
+                       "not retried, not validated: answered as malformed")
+        XCTAssertEqual(m.validation, .none)
+        XCTAssertEqual(m.upstreamFailed(.malformed), .none, "a second report of the same failure changes nothing")
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .none, "no head after the answer")
+    }
+
+    // MARK: validation (issue #19: its phases and enforce / report-only are the machine's)
+
+    private func validating() -> ExchangeMachine {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: true), .validateResponse)
+        XCTAssertEqual(m.validation, .judgingHead)
+        return m
+    }
+
+    func testAHeadAcceptedOnSightStreams() {
+        var m = validating()
+        XCTAssertEqual(m.responseHeadJudged(.accepted, .enforce), .writeResponseHead)
+        XCTAssertEqual(m.validation, .none)
+        XCTAssertEqual(m.response, .relaying)
+        XCTAssertEqual(m.responseHeadJudged(.rejected, .enforce), .none, "judged once")
+    }
+
+    func testAHeadRejectedInEnforceModeIsDrainedThenAnsweredWithTheReject() {
+        var m = validating()
+        XCTAssertEqual(m.responseHeadJudged(.rejected, .enforce), .drainRejectedBody)
+        XCTAssertEqual(m.validation, .drainingRejected)
+        XCTAssertFalse(m.responseHeadSent, "nothing reaches the client")
+        XCTAssertEqual(m.responseBodyEnded(), .answerReject(upstreamReusable: true), "read whole: the upstream may be parked")
+        XCTAssertEqual(m.response, .answered)
+    }
+
+    func testAHeadRejectedInReportOnlyModeStreamsSampled() {
+        var m = validating()
+        XCTAssertEqual(m.responseHeadJudged(.rejected, .reportOnly), .writeResponseHead)
+        XCTAssertEqual(m.validation, .sampling)
+        XCTAssertEqual(m.enforcement, .reportOnly)
+        XCTAssertTrue(m.responseHeadSent)
+        XCTAssertEqual(m.upstreamFailed(.closed), .truncateClient, "it streams: a failure cuts it like any relay")
+    }
+
+    func testABufferedBodyIsValidatedThenDeliveredOrRejected() {
+        var accepted = validating()
+        XCTAssertEqual(accepted.responseHeadJudged(.needsBody(overLimit: false), .enforce), .bufferResponseBody)
+        XCTAssertEqual(accepted.validation, .buffering)
+        XCTAssertEqual(accepted.responseBodyEnded(), .runBodyValidator)
+        XCTAssertEqual(accepted.responseBodyJudged(accepted: true), .deliverValidatedBody)
+        XCTAssertEqual(accepted.validation, .delivering)
+        XCTAssertTrue(accepted.responseHeadSent)
+        XCTAssertEqual(accepted.responseComplete(), .finishExchange)
+
+        var enforced = validating()
+        _ = enforced.responseHeadJudged(.needsBody(overLimit: false), .enforce)
+        XCTAssertEqual(enforced.responseBodyEnded(), .runBodyValidator)
+        XCTAssertEqual(enforced.responseBodyJudged(accepted: false), .answerReject(upstreamReusable: true))
+        XCTAssertEqual(enforced.response, .answered)
+
+        var reported = validating()
+        _ = reported.responseHeadJudged(.needsBody(overLimit: false), .reportOnly)
+        XCTAssertEqual(reported.responseBodyEnded(), .runBodyValidator)
+        XCTAssertEqual(reported.responseBodyJudged(accepted: false), .deliverValidatedBody, "report-only: delivered untouched")
+        XCTAssertEqual(reported.responseBodyJudged(accepted: false), .none, "judged once")
+    }
+
+    func testABodyOverTheLimitIsRejectedOrRelayedByMode() {
+        var declared = validating()
+        XCTAssertEqual(declared.responseHeadJudged(.needsBody(overLimit: true), .enforce), .answerReject(upstreamReusable: false),
+                       "declared too large: not a byte is read, the upstream is closed")
+        var declaredReport = validating()
+        XCTAssertEqual(declaredReport.responseHeadJudged(.needsBody(overLimit: true), .reportOnly), .relayBodyOverLimit)
+        XCTAssertEqual(declaredReport.validation, .sampling)
+        XCTAssertTrue(declaredReport.responseHeadSent)
+
+        var growing = validating()
+        _ = growing.responseHeadJudged(.needsBody(overLimit: false), .enforce)
+        XCTAssertEqual(growing.responseBodyOverLimit(), .answerReject(upstreamReusable: false))
+        var growingReport = validating()
+        _ = growingReport.responseHeadJudged(.needsBody(overLimit: false), .reportOnly)
+        XCTAssertEqual(growingReport.responseBodyOverLimit(), .relayBodyOverLimit)
+        XCTAssertEqual(growingReport.responseBodyOverLimit(), .none, "relaying already")
+        var draining = validating()
+        _ = draining.responseHeadJudged(.rejected, .enforce)
+        XCTAssertEqual(draining.responseBodyOverLimit(), .answerReject(upstreamReusable: false),
+                       "a rejected body too long to drain: answered, the upstream closed")
+    }
+
+    func testAnUpstreamFailingDuringValidationIsAnsweredAsTheRejectOrTheFailure() {
+        var draining = validating()
+        _ = draining.responseHeadJudged(.rejected, .enforce)
+        XCTAssertEqual(draining.upstreamFailed(.closed), .answerReject(upstreamReusable: false),
+                       "rejected on its head: still the reject, with the sample read so far")
+        var buffering = validating()
+        _ = buffering.responseHeadJudged(.needsBody(overLimit: false), .enforce)
+        XCTAssertEqual(buffering.upstreamFailed(.timeout), .respondError(.timeout))
+        XCTAssertEqual(buffering.responseBodyEnded(), .none, "answered: the body's end changes nothing")
+    }
+
+    // MARK: the keep-alive rule (issue #19: once)
+
+    func testTheKeepAliveRuleNeedsEveryCondition() {
+        XCTAssertTrue(ExchangeMachine.clientKeepAlive(requestKeepAlive: true, requestWhole: true, clientContinues: true))
+        XCTAssertFalse(ExchangeMachine.clientKeepAlive(requestKeepAlive: false, requestWhole: true, clientContinues: true))
+        XCTAssertFalse(ExchangeMachine.clientKeepAlive(requestKeepAlive: true, requestWhole: false, clientContinues: true))
+        XCTAssertFalse(ExchangeMachine.clientKeepAlive(requestKeepAlive: true, requestWhole: true, clientContinues: false))
+        XCTAssertFalse(ExchangeMachine.clientKeepAlive(requestKeepAlive: true, requestWhole: true, clientContinues: true,
+                                                       closeDelimited: true))
+        XCTAssertFalse(ExchangeMachine.clientKeepAlive(requestKeepAlive: true, requestWhole: true, clientContinues: true,
+                                                       mustClose: true))
+        var m = post()
+        XCTAssertFalse(m.clientKeepAlive(requestKeepAlive: true, clientContinues: true), "the body is not read yet")
+        _ = m.upstreamReady(reused: false)
+        _ = m.requestBodyComplete()
+        XCTAssertTrue(m.clientKeepAlive(requestKeepAlive: true, clientContinues: true))
+    }
+
+    func testTheGatewaysOwnAnswerCarriesTheKeepAliveDecision() {
+        var whole = get()
+        XCTAssertEqual(whole.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: false),
+                       .answer(keepAlive: true))
+        XCTAssertEqual(whole.response, .answered)
+        var untrustworthy = get()
+        XCTAssertEqual(untrustworthy.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: true),
+                       .answer(keepAlive: false))
+        var unread = post()
+        XCTAssertEqual(unread.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: false),
+                       .answer(keepAlive: false), "the body was never read: the connection cannot carry another request")
+        var draining = get()
+        XCTAssertEqual(draining.answeredByGateway(requestKeepAlive: true, clientContinues: false, mustClose: false),
+                       .answer(keepAlive: false))
+    }
+
+    // MARK: the client's body (issue #19: every event returns the action)
+
+    func testAMalformedBodyIsAnsweredBeforeTheResponseAndFailsTheRequestAfter() {
+        var before = post()
+        _ = before.upstreamReady(reused: false)
+        XCTAssertEqual(before.requestBodyFailed(), .respondClientError)
+        XCTAssertEqual(before.request, .failed)
+        var collected = post()
+        XCTAssertEqual(collected.requestBodyFailed(), .respondClientError, "collected for a serializer, no upstream yet")
+    }
+
+    func testABufferedBodyIsWholeAtOnce() {
+        var m = post()
+        XCTAssertEqual(m.requestBodyBuffered(), .none)
+        XCTAssertEqual(m.request, .complete)
+        XCTAssertEqual(m.upstreamReady(reused: false), .sendRequestHead)
+        XCTAssertEqual(m.request, .complete, "nothing of it streams")
+    }
+
+    func testTheRestOfABodyAfterTheResponseEndsTheExchangeWhenCutOffOrLate() {
+        var cut = post()
+        _ = cut.upstreamReady(reused: false)
+        _ = cut.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(cut.responseComplete(), .judgeRestOfRequestBody)
+        XCTAssertEqual(cut.requestBodyCutOff(), .finishExchange, "the client has its response: completed, not aborted")
+        var late = post()
+        _ = late.upstreamReady(reused: false)
+        _ = late.responseHeadReceived(status: 200, validates: false)
+        _ = late.responseComplete()
+        XCTAssertEqual(late.restOfRequestBodyTimedOut(), .finishExchange)
+        var beforeResponse = post()
+        _ = beforeResponse.upstreamReady(reused: false)
+        XCTAssertEqual(beforeResponse.restOfRequestBodyTimedOut(), .none, "no rest is being judged")
+        XCTAssertEqual(beforeResponse.requestBodyCutOff(), .abort, "no response yet: the client is gone")
+    }
+
+    // MARK: every action
+
+    /// Every `Action` case with an event sequence that produces it. The switch has no
+    /// `default:`, so a new case does not compile until it has its scenario here.
+    func testEveryActionIsProducedBySomeEvent() {
+        let all: [ExchangeMachine.Action] = [
+            .none, .sendRequestHead, .connectNextAddress, .retryOnNewConnection, .waitForUpload, .respondError(.closed),
+            .answer(keepAlive: true), .respondClientError, .failRequest, .truncateClient, .writeResponseHead,
+            .validateResponse, .bufferResponseBody, .drainRejectedBody, .runBodyValidator, .deliverValidatedBody,
+            .relayBodyOverLimit, .answerReject(upstreamReusable: true), .absorbInterim, .keepServingHalfClosedClient,
+            .relayBufferedBody, .abort, .pauseClientReads, .resumeClientReads, .pauseUpstreamReads, .resumeUpstreamReads,
+            .judgeRestOfRequestBody, .finishExchange,
+        ]
+        for action in all {
+            XCTAssertEqual(produce(action), action, "\(action)")
+        }
+    }
+
+    private func produce(_ action: ExchangeMachine.Action) -> ExchangeMachine.Action {
+        var m = get()
+        var p = post()
+        switch action {
+        case .none: return m.upstreamOutputDrained()
+        case .sendRequestHead: return m.upstreamReady(reused: false)
+        case .connectNextAddress: return m.connectFailed(moreAddresses: true)
+        case .retryOnNewConnection:
+            _ = m.upstreamReady(reused: true)
+            return m.upstreamFailed(.closed)
+        case .waitForUpload:
+            _ = p.upstreamReady(reused: false)
+            return p.upstreamReadTimedOut(bodyBytesSent: 1)
+        case .respondError:
+            _ = m.upstreamReady(reused: false)
+            return m.upstreamFailed(.closed)
+        case .answer: return m.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: false)
+        case .respondClientError: return p.requestBodyFailed()
+        case .failRequest:
+            _ = p.upstreamReady(reused: false)
+            _ = p.responseHeadReceived(status: 200, validates: false)
+            _ = p.responseComplete()
+            return p.requestBodyFailed()
+        case .truncateClient:
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            return m.upstreamFailed(.closed)
+        case .writeResponseHead:
+            _ = m.upstreamReady(reused: false)
+            return m.responseHeadReceived(status: 200, validates: false)
+        case .validateResponse:
+            _ = m.upstreamReady(reused: false)
+            return m.responseHeadReceived(status: 200, validates: true)
+        case .bufferResponseBody:
+            m = validating()
+            return m.responseHeadJudged(.needsBody(overLimit: false), .enforce)
+        case .drainRejectedBody:
+            m = validating()
+            return m.responseHeadJudged(.rejected, .enforce)
+        case .runBodyValidator:
+            m = validating()
+            _ = m.responseHeadJudged(.needsBody(overLimit: false), .enforce)
+            return m.responseBodyEnded()
+        case .deliverValidatedBody:
+            m = validating()
+            _ = m.responseHeadJudged(.needsBody(overLimit: false), .enforce)
+            return m.responseBodyJudged(accepted: true)
+        case .relayBodyOverLimit:
+            m = validating()
+            return m.responseHeadJudged(.needsBody(overLimit: true), .reportOnly)
+        case .answerReject:
+            m = validating()
+            _ = m.responseHeadJudged(.rejected, .enforce)
+            return m.responseBodyEnded()
+        case .absorbInterim:
+            _ = m.upstreamReady(reused: false)
+            return m.responseHeadReceived(status: 100, validates: false)
+        case .keepServingHalfClosedClient: return m.clientHalfClosed()
+        case .relayBufferedBody: return p.clientHalfClosed()
+        case .abort: return m.clientGone()
+        case .pauseClientReads:
+            _ = p.upstreamReady(reused: false)
+            return p.upstreamOutputFilled()
+        case .resumeClientReads:
+            _ = p.upstreamReady(reused: false)
+            _ = p.upstreamOutputFilled()
+            return p.upstreamOutputDrained()
+        case .pauseUpstreamReads:
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            return m.clientOutputFilled()
+        case .resumeUpstreamReads:
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            _ = m.clientOutputFilled()
+            return m.clientOutputDrained()
+        case .judgeRestOfRequestBody:
+            _ = p.upstreamReady(reused: false)
+            _ = p.responseHeadReceived(status: 200, validates: false)
+            return p.responseComplete()
+        case .finishExchange:
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            return m.responseComplete()
+        }
     }
 }

@@ -18,7 +18,7 @@ final class TaskStateTests: XCTestCase {
         _ = m.responseHeadReceived(status: 200, validates: false)
         XCTAssertEqual(derive(m), .receiving)
         XCTAssertEqual(derive(m, suspended: true), .suspended)
-        m.responseComplete()
+        XCTAssertEqual(m.responseComplete(), .finishExchange)
         XCTAssertEqual(derive(m), .completed)
         XCTAssertTrue(derive(m).isFinal)
     }
@@ -29,7 +29,7 @@ final class TaskStateTests: XCTestCase {
         _ = m.upstreamReady(reused: true)
         XCTAssertEqual(derive(m), .sending)
         XCTAssertEqual(derive(m, suspended: true), .suspended, "an upstream that stops reading holds the upload")
-        m.requestBodyComplete()
+        XCTAssertEqual(m.requestBodyComplete(), .none)
         XCTAssertEqual(derive(m), .waiting)
     }
 
@@ -39,7 +39,7 @@ final class TaskStateTests: XCTestCase {
         _ = m.responseHeadReceived(status: 200, validates: true)
         XCTAssertEqual(derive(m), .validating)
         XCTAssertEqual(derive(m, cancelled: true), .cancelled, "an admin cancel wins over any phase")
-        m.answeredByGateway()
+        XCTAssertEqual(m.answeredByGateway(requestKeepAlive: true, clientContinues: true, mustClose: false), .answer(keepAlive: true))
         XCTAssertEqual(derive(m), .failed, "a rejected or errored exchange is failed")
 
         var gone = ExchangeMachine(method: .get, requestHasBody: false)
