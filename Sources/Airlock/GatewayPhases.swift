@@ -167,6 +167,34 @@ final class GatewayPhases: ProxyPhases {
         return route.egress.evaluate(ip) == .allowed
     }
 
+    // MARK: fail to connect
+
+    /// A refused address or one that could not be dialled may be followed by the next
+    /// (502 upstream-refused after the last); an unresolvable name (502), an egress refusal
+    /// (403) and our own listener (508, a loop) are answered at once.
+    func failToConnect(_ failure: ConnectFailure, key: UpstreamKey) -> FailToConnectVerdict {
+        switch failure {
+        case .unresolvable(let detail):
+            return .answer(GatewayError(.upstreamUnresolvable, status: 502,
+                                        message: "cannot resolve upstream \(key.host): \(detail)", source: .upstream))
+        case .egressRefused(let e):
+            return .answer(e)
+        case .ownListener(let addr):
+            return .answer(GatewayError(.loopDetected, status: 508, message: "upstream \(addr) is this gateway's own listener",
+                                        source: .client))
+        case .notDialled(let lastError):
+            return .retry(GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
+                                       message: "cannot connect to upstream \(key.host):\(key.port)"
+                                           + (lastError.map { " (\($0))" } ?? ""),
+                                       source: .upstream))
+        case .refused(let addr, let why, let retryAfter):
+            var e = GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
+                                 message: "upstream \(addr) refused the connection: \(why)", source: .upstream)
+            e.retryAfter = retryAfter
+            return .retry(e)
+        }
+    }
+
     // MARK: upstream request filter
 
     /// The route's request serializer: the body is relayed, replaced, or read whole first

@@ -38,6 +38,11 @@ protocol ProxyPhases {
     /// any upstream is chosen (a body to replace or to read whole first, a multipart body to
     /// check while it streams), or why it refuses it.
     func upstreamRequestFilter(_ ex: Exchange) -> RequestFilterVerdict
+    /// Fail to connect: what a connect that gave the exchange no upstream becomes: another
+    /// address may be tried (the machine picks it, or answers after the last), or the client is
+    /// answered now. Only the connector's failures (resolve, egress, a loop, a refused dial);
+    /// timeouts and TLS are the machine's (`upstreamFailed`).
+    func failToConnect(_ failure: ConnectFailure, key: UpstreamKey) -> FailToConnectVerdict
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
@@ -82,6 +87,29 @@ enum RequestFilterVerdict {
     case proceed
     /// 400 with this error; recorded as a request reject with `reason` and `message`.
     case refuse(GatewayError, reason: String, message: String)
+}
+
+/// Why the connector gave an exchange no upstream connection (`failToConnect`'s question).
+enum ConnectFailure {
+    /// The resolver failed (its error text).
+    case unresolvable(String)
+    /// Every resolved address was refused by the route's egress policy (`egressFilter`'s 403).
+    case egressRefused(GatewayError)
+    /// The address is this gateway's own listener.
+    case ownListener(SocketAddress)
+    /// No socket could be opened for the address (its error), or no address is left (nil).
+    case notDialled(String?)
+    /// The address refused the connection; `retryAfter`: the route's circuit is open.
+    case refused(SocketAddress, String, retryAfter: Int?)
+}
+
+/// `failToConnect`'s answer.
+enum FailToConnectVerdict {
+    /// Another address may be tried: `ExchangeMachine.connectFailed(moreAddresses:)` decides;
+    /// the error is the answer after the last one.
+    case retry(GatewayError)
+    /// No other address can help: the client gets this error now.
+    case answer(GatewayError)
 }
 
 /// `upstreamResponseFilter`'s answer: the validator's verdict on the head, and the state the

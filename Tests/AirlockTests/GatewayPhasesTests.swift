@@ -25,9 +25,8 @@ private struct RecordingHandler: LogHandler {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        records.append(message.description, self.metadata.merging(metadata ?? [:]) { $1 })
+    func log(event: LogEvent) {
+        records.append(event.message.description, metadata.merging(event.metadata ?? [:]) { $1 })
     }
 }
 
@@ -274,6 +273,52 @@ final class GatewayPhasesTests: XCTestCase {
         XCTAssertTrue(records.messages("egress.denied").isEmpty)
         XCTAssertFalse(p.egressAllows(address("127.0.0.2"), route: route), "a pooled connection is checked too")
         XCTAssertTrue(p.egressAllows(address("192.0.2.1"), route: route))
+    }
+
+    // MARK: fail to connect
+
+    private static let key = UpstreamKey(scheme: "http", host: "up.test", port: 8080)
+
+    func testFailToConnectRetriesARefusedAddressAndKeepsTheCircuitsRetryAfter() throws {
+        let p = try phases(Self.originRoute)
+        guard case .retry(let e) = p.failToConnect(.refused(address("192.0.2.1", 8080), "Connection refused", retryAfter: 7),
+                                                   key: Self.key) else {
+            return XCTFail("another address may answer")
+        }
+        XCTAssertEqual(e.status, 502, "the answer after the last address")
+        XCTAssertEqual(e.code, .upstreamRefused)
+        XCTAssertEqual(e.retryAfter, 7)
+        XCTAssertEqual(e.message, "upstream 192.0.2.1:8080 refused the connection: Connection refused")
+    }
+
+    func testFailToConnectRetriesAnAddressThatCouldNotBeDialled() throws {
+        let p = try phases(Self.originRoute)
+        guard case .retry(let e) = p.failToConnect(.notDialled("Too many open files"), key: Self.key) else {
+            return XCTFail("no socket for one address is no reason to skip the next")
+        }
+        XCTAssertEqual(e.code, .upstreamRefused)
+        XCTAssertEqual(e.message, "cannot connect to upstream up.test:8080 (Too many open files)")
+        XCTAssertNil(e.retryAfter)
+    }
+
+    func testFailToConnectAnswersWhatNoOtherAddressCanChange() throws {
+        let p = try phases(Self.originRoute)
+        guard case .answer(let unresolvable) = p.failToConnect(.unresolvable("NXDOMAIN"), key: Self.key) else {
+            return XCTFail("no address to try")
+        }
+        XCTAssertEqual(unresolvable.status, 502)
+        XCTAssertEqual(unresolvable.code, .upstreamUnresolvable)
+        guard case .answer(let loop) = p.failToConnect(.ownListener(Self.ownListener), key: Self.key) else {
+            return XCTFail("our own listener is a loop, whatever comes next")
+        }
+        XCTAssertEqual(loop.status, 508)
+        XCTAssertEqual(loop.code, .loopDetected)
+        let denied = GatewayError(.egressDenied, status: 403, message: "egress", source: .client)
+        guard case .answer(let egress) = p.failToConnect(.egressRefused(denied), key: Self.key) else {
+            return XCTFail("every address was already refused")
+        }
+        XCTAssertEqual(egress.code, .egressDenied)
+        XCTAssertEqual(egress.status, 403)
     }
 
     // MARK: upstream request filter
