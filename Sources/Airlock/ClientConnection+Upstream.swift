@@ -177,18 +177,8 @@ extension ClientConnection: UpstreamOwner {
         guard let u = ex.upstream else { return }
         // Serialized into the worker's reusable writer, straight from the parsed model.
         worker.headWriter.reset()
-        let host = ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key)
-        if let s = ex.routeRef.requestSerializer {
-            // The request phase: the route's serializer rebuilds the head (and maybe the body).
-            ForwardingHeads.request(ex.request, serializer: s, body: ex.replacementBody, host: host,
-                                    framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                    viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
-                                    idPrefix: worker.idPrefix, into: &worker.headWriter)
-        } else {
-            ForwardingHeads.request(ex.request, host: host, framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                    viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
-                                    idPrefix: worker.idPrefix, into: &worker.headWriter)
-        }
+        // The upstream request filter's head: the route's serializer's, or the canonical one.
+        worker.phases.upstreamRequestHead(ex, into: &worker.headWriter)
         worker.headWriter.withBytes { u.send($0) }
         if let body = ex.replacementBody, !body.bytes.isEmpty { body.bytes.withUnsafeBytes { u.send($0) } }
         ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on

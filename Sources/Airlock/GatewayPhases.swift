@@ -220,6 +220,35 @@ final class GatewayPhases: ProxyPhases {
         return .proceed
     }
 
+    /// A body read whole for the route's serializer (`Exchange.collected`), rebuilt: it
+    /// becomes the exchange's replacement body (the client's bytes as they came when the
+    /// serializer keeps them), or the request is refused.
+    func upstreamRequestBodyFilter(_ ex: Exchange, collected body: [UInt8]) -> RequestFilterVerdict {
+        guard let s = ex.routeRef.requestSerializer else { return .proceed }
+        switch s.transform(collected: body, clientContentType: ex.request.headers.first(.contentType), method: ex.request.method.name) {
+        case .replace(let r): ex.replacementBody = r
+        case .relay, .collect: ex.replacementBody = .init(body, contentType: "application/octet-stream", replacesClientType: false)
+        case .refuse(let why): return Self.refusal(why.reason, why.message)
+        }
+        return .proceed
+    }
+
+    /// The head the upstream gets, written into `w`: the route's serializer rebuilds it (and
+    /// describes the body it replaced) when the route has one; otherwise `ForwardingHeads`'
+    /// canonical re-encoding. Both add `Via` and `X-Request-Id` and name the upstream in `Host`.
+    func upstreamRequestHead(_ ex: Exchange, into w: inout HeadWriter) {
+        let host = ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key)
+        if let s = ex.routeRef.requestSerializer {
+            ForwardingHeads.request(ex.request, serializer: s, body: ex.replacementBody, host: host,
+                                    framing: ex.requestOut, viaToken: context.viaToken, viaToken11: context.via11,
+                                    idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: context.idPrefix, into: &w)
+        } else {
+            ForwardingHeads.request(ex.request, host: host, framing: ex.requestOut, viaToken: context.viaToken,
+                                    viaToken11: context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
+                                    idPrefix: context.idPrefix, into: &w)
+        }
+    }
+
     /// 400 request-serialization-failed, carrying the serializer's reason.
     static func refusal(_ reason: String, _ message: String) -> RequestFilterVerdict {
         var e = GatewayError(.requestSerializationFailed, status: 400, message: message, source: .client)

@@ -1,10 +1,11 @@
 import AirlockConfig
 import AirlockIO
+import AirlockWire
 import Logging
 
 /// What the gateway's phases (`GatewayPhases`) read, as one value a test can make without an
-/// event loop: a worker's routes and body limit, the gateway's `Via` token and own listeners
-/// (the loop and egress checks), and where records and counters go. `Worker` keeps one, made
+/// event loop: a worker's routes and body limit, the gateway's `Via` token, request id prefix
+/// and own listeners (the loop and egress checks), and where records and counters go. `Worker` keeps one, made
 /// again when a reload changes its routes or limits.
 struct PhaseContext {
     /// The configured routes, compiled (an exchange keeps the `Route` it started with).
@@ -13,6 +14,10 @@ struct PhaseContext {
     var bodyBytes: Int64
     /// The `Via` pseudonym of this process; seeing it on an incoming request means a loop.
     var viaToken: String
+    /// The `Via` element added to HTTP/1.1 requests ("1.1 <token>").
+    var via11: String
+    /// "X-Request-Id: <prefix>-<worker>-": the fixed part of the worker's request id field.
+    var idPrefix: HeadWriter.FieldPrefix
     /// The proxy and admin listeners' bound addresses: never denied by an egress policy (the
     /// loop check answers them, 508).
     var ownListeners: OwnListeners

@@ -87,15 +87,15 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         connectionShare = Self.share(of: limits.maxConnectionsPerUpstream, worker: index, workers: workers)
         queueShare = Self.share(of: limits.upstreamQueue, worker: index, workers: workers)
         phases = GatewayPhases(PhaseContext(routes: routes, bodyBytes: limits.bodyBytes, viaToken: context.viaToken,
-                                            ownListeners: context.ownListeners, metrics: context.metrics,
+                                            via11: context.via11, idPrefix: idPrefix, ownListeners: context.ownListeners, metrics: context.metrics,
                                             rejects: context.rejects, logger: logger, logsAccess: logsAccess,
                                             accessLog: accessLog, taskEvents: nil))
     }
 
     /// What this worker's phases read, as it is now.
     private var phaseContext: PhaseContext {
-        PhaseContext(routes: routes, bodyBytes: limits.bodyBytes, viaToken: context.viaToken,
-                     ownListeners: context.ownListeners, metrics: context.metrics, rejects: context.rejects,
+        PhaseContext(routes: routes, bodyBytes: limits.bodyBytes, viaToken: context.viaToken, via11: context.via11,
+                     idPrefix: idPrefix, ownListeners: context.ownListeners, metrics: context.metrics, rejects: context.rejects,
                      logger: logger, logsAccess: logsAccess, accessLog: accessLog, taskEvents: taskEvents)
     }
 

@@ -42,7 +42,8 @@ final class GatewayPhasesTests: XCTestCase {
         let records = self.records
         let metrics = GatewayMetrics(config: config)
         return GatewayPhases(PhaseContext(
-            routes: Route.table(config, metrics: metrics), bodyBytes: bodyBytes, viaToken: Self.via,
+            routes: Route.table(config, metrics: metrics), bodyBytes: bodyBytes, viaToken: Self.via, via11: "1.1 \(Self.via)",
+            idPrefix: HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "t-0-"),
             ownListeners: OwnListeners([Self.ownListener], interfaces: []), metrics: metrics,
             rejects: RejectLog(capacity: 10), logger: Logger(label: "phases") { _ in RecordingHandler(records: records) },
             logsAccess: true, accessLog: nil, taskEvents: nil))
@@ -375,6 +376,72 @@ final class GatewayPhasesTests: XCTestCase {
         let ok = try exchange(p, "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Type: multipart/form-data; boundary=xyz\r\nContent-Length: 3\r\n\r\n")
         guard case .proceed = p.upstreamRequestFilter(ok) else { return XCTFail("a boundary is enough to start") }
         XCTAssertNotNil(ok.multipart, "the body is checked while it streams")
+    }
+
+    private func upstreamHead(_ p: GatewayPhases, _ ex: Exchange) -> String {
+        var w = HeadWriter(capacity: 1024)
+        p.upstreamRequestHead(ex, into: &w)
+        return w.withBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func testUpstreamRequestHeadWithoutASerializerIsTheCanonicalReencoding() throws {
+        let p = try phases(Self.originRoute)
+        let ex = try exchange(p, "GET http://a.test:8080/x?q=1 HTTP/1.1\r\nHost: a.test:8080\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\n\r\n")
+        let head = upstreamHead(p, ex)
+        XCTAssertTrue(head.hasPrefix("GET /x?q=1 HTTP/1.1\r\nHost: a.test:8080\r\n"), head)
+        XCTAssertTrue(head.contains("\r\nVia: 1.1 \(Self.via)\r\n"), head)
+        XCTAssertTrue(head.contains("\r\nX-Request-Id: t-0-"), head)
+        XCTAssertTrue(head.contains("\r\nAccept: */*\r\n"), head)
+        XCTAssertFalse(head.contains("X-Hop"), "hop-by-hop fields named in Connection stay here: \(head)")
+        XCTAssertTrue(head.hasSuffix("\r\n\r\n"))
+    }
+
+    func testUpstreamRequestHeadOfASerializerRouteDescribesItsBody() throws {
+        let p = try phases("""
+            routes:
+              - name: params
+                match: { host: "*" }
+                upstream: origin
+                request: { serializer: json, parameters: { a: "1" }, headers: { X-Api: v2 } }
+            """)
+        let ex = try exchange(p, "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Type: text/plain\r\n\r\n")
+        guard case .proceed = p.upstreamRequestFilter(ex) else { return XCTFail("parameters make a body") }
+        let head = upstreamHead(p, ex)
+        XCTAssertTrue(head.hasPrefix("POST / HTTP/1.1\r\nHost: a.test\r\n"), head)
+        XCTAssertTrue(head.contains("\r\nContent-Type: application/json\r\n"), head)
+        XCTAssertTrue(head.contains("\r\nContent-Length: 9\r\n"), head)
+        XCTAssertTrue(head.contains("\r\nX-Api: v2\r\n"), head)
+        XCTAssertFalse(head.contains("text/plain"), "the rebuilt body's type replaces the client's: \(head)")
+        XCTAssertTrue(head.contains("\r\nVia: 1.1 \(Self.via)\r\n"), head)
+    }
+
+    private static let jsonRoute = """
+        routes:
+          - name: json
+            match: { host: "*" }
+            upstream: origin
+            request: { serializer: json }
+        """
+
+    func testUpstreamRequestBodyFilterRebuildsACollectedForm() throws {
+        let p = try phases(Self.jsonRoute)
+        let ex = try exchange(p, "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\n")
+        guard case .proceed = p.upstreamRequestBodyFilter(ex, collected: Array("a=1&b=x".utf8)) else {
+            return XCTFail("a well-formed form is rebuilt")
+        }
+        XCTAssertEqual(ex.replacementBody.map { String(decoding: $0.bytes, as: UTF8.self) }, #"{"a":"1","b":"x"}"#)
+    }
+
+    func testUpstreamRequestBodyFilterRefusesAFormItCannotRebuild() throws {
+        let p = try phases(Self.jsonRoute)
+        let ex = try exchange(p, "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 12\r\n\r\n")
+        guard case .refuse(let e, let reason, _) = p.upstreamRequestBodyFilter(ex, collected: Array("a=1&a[b]=2".utf8)) else {
+            return XCTFail("a key both plain and nested cannot become JSON")
+        }
+        XCTAssertEqual(e.status, 400)
+        XCTAssertEqual(e.code, .requestSerializationFailed)
+        XCTAssertEqual(reason, "conflicting-form-keys")
+        XCTAssertNil(ex.replacementBody)
     }
 
     // MARK: response filter
