@@ -282,6 +282,19 @@ final class GatewayPhases: ProxyPhases {
                                      validation: ResponseValidation(config: config, validator: validator, facts: facts))
     }
 
+    /// The route's body validator on the body read whole: its rejection, or the body it made
+    /// (a transformed body), goes into `v`.
+    func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict {
+        switch v.validator.validate(head: v.facts, body: v.body) {
+        case .accepted(let transformed):
+            v.transformed = transformed
+            return .accepted
+        case .rejected(let error):
+            v.rejection = error
+            return .rejected
+        }
+    }
+
     /// The URL the gateway fetched: `http://host:port/path?query`.
     static func upstreamURL(_ ex: Exchange) -> String {
         "\(ex.key.scheme)://\(ForwardingHeads.authority(ex.key))\(ForwardingHeads.upstreamTarget(ex.request.target))"

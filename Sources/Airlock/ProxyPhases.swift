@@ -6,8 +6,11 @@ import AirlockWire
 
 /// The named phases every proxied request goes through, in this order (Pingora's `ProxyHttp`):
 ///
-///     requestFilter → upstreamPeer → upstreamRequestFilter (the route's request serializer)
-///         → connect + trust (session) → upstreamResponseFilter → relay → logging
+///     requestFilter → upstreamPeer → upstreamRequestFilter (the route's request serializer:
+///         upstreamRequestBodyFilter for a body read whole, upstreamRequestHead)
+///         → connect + trust (session; failToConnect: the next address or the answer)
+///         → upstreamResponseFilter (head validation) → upstreamResponseBodyFilter (body
+///         validation, when the head filter asked for the body) → relay → logging
 ///
 /// A CONNECT request takes its own branch after the request filter:
 ///
@@ -46,6 +49,9 @@ protocol ProxyPhases {
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
+    /// What the route's body validator makes of a response body read whole for it (the head
+    /// filter asked for it), before any byte of it reaches the client.
+    func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict
     /// The last phase: every record and counter of one request, exactly once.
     func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd)
     /// The last phase of a CONNECT tunnel: its records and counters, exactly once
@@ -59,6 +65,7 @@ extension ProxyPhases {
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict {
         .relay
     }
+    func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict { .accepted }
     func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {}
     func logging(tunnel: Tunnel, _ end: TunnelEnd) {}
 }
@@ -126,6 +133,16 @@ struct ResponseFilterVerdict {
     var enforcement: ExchangeMachine.Enforcement {
         validation?.config.mode == .reportOnly ? .reportOnly : .enforce
     }
+}
+
+/// `upstreamResponseBodyFilter`'s answer: the validator's verdict on the whole body (its
+/// rejection, or the body it made, is kept in the exchange's `ResponseValidation`). Enforce
+/// or report-only is `ExchangeMachine`'s decision (`responseBodyJudged`).
+enum ResponseBodyVerdict {
+    case accepted
+    case rejected
+
+    var accepted: Bool { self == .accepted }
 }
 
 /// How one request ended: what `logging` records and what becomes of the client connection.

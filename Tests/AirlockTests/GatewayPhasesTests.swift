@@ -502,6 +502,41 @@ final class GatewayPhasesTests: XCTestCase {
         XCTAssertNil(fine.validation, "the http serializer decides on the head and streams the body")
     }
 
+    // MARK: response body filter
+
+    /// The body validation state the head filter made for a 200 JSON response, holding `body`.
+    private func bufferedJSON(_ p: GatewayPhases, _ body: String) throws -> (Exchange, ResponseValidation) {
+        let ex = try exchange(p, "GET http://a.test/j HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        let head = p.upstreamResponseFilter(ex, responseHead(200, "application/json"), framing: .chunked)
+        XCTAssertEqual(head.head, .needsBody(overLimit: false))
+        let v = try XCTUnwrap(head.validation)
+        v.body = Array(body.utf8)
+        return (ex, v)
+    }
+
+    func testResponseBodyFilterAcceptsAWellFormedBody() throws {
+        let p = try validating("{ serializer: json }")
+        let (ex, v) = try bufferedJSON(p, #"{"ok": [1, 2]}"#)
+        XCTAssertEqual(p.upstreamResponseBodyFilter(ex, v), .accepted)
+        XCTAssertNil(v.rejection)
+    }
+
+    func testResponseBodyFilterRejectsAMalformedBodyAndKeepsWhy() throws {
+        let p = try validating("{ serializer: json }")
+        let (ex, v) = try bufferedJSON(p, #"{"ok": "#)
+        XCTAssertEqual(p.upstreamResponseBodyFilter(ex, v), .rejected)
+        XCTAssertEqual(v.rejection?.reason, .invalidJSON)
+    }
+
+    func testResponseBodyFilterJudgesTheSameInReportOnlyMode() throws {
+        let p = try validating("{ serializer: json, mode: report-only }")
+        let (ex, v) = try bufferedJSON(p, "not json")
+        XCTAssertEqual(p.upstreamResponseBodyFilter(ex, v), .rejected,
+                       "the verdict is the validator's; relaying it anyway is the machine's report-only decision")
+        XCTAssertEqual(v.rejection?.reason, .invalidJSON, "recorded all the same")
+        XCTAssertEqual(v.config.mode, .reportOnly)
+    }
+
     // MARK: logging
 
     func testLoggingWritesOneAccessRecordPerExchangeEvenIfCalledTwice() throws {
