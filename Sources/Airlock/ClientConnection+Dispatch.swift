@@ -66,8 +66,7 @@ extension ClientConnection {
             case .proceed:
                 break
             case .refuse(let e, let reason, let message):
-                ex.requestRejection = RequestRejection(reason: reason, message: message, bodySample: bufferedBodySample(req.framing))
-                respondError(e, exchange: ex, requestID: id)
+                refuseRequest(ex, e, reason: reason, message: message, sample: bufferedBodySample(req.framing))
                 return
             }
         }
@@ -93,20 +92,18 @@ extension ClientConnection {
         connectUpstream(ex)
     }
 
-    /// 400 request-serialization-failed: the route's serializer cannot build the request;
-    /// nothing reached the upstream.
-    /// `sample`: the first bytes of the refused body, for its `request.rejected` record.
-    func serializationRefused(_ ex: Exchange, _ why: RequestSerializationError, sample: [UInt8]) {
-        var e = GatewayError(.requestSerializationFailed, status: 400, message: why.message, source: .client)
-        e.extra = [("reason", .string(why.reason))]
-        ex.requestRejection = RequestRejection(reason: why.reason, message: why.message, bodySample: sample)
+    /// The upstream request filter refused the request (400 request-serialization-failed):
+    /// nothing reached the upstream. `sample`: the first bytes of the refused body, for its
+    /// `request.rejected` record.
+    func refuseRequest(_ ex: Exchange, _ e: GatewayError, reason: String, message: String, sample: [UInt8]) {
+        ex.requestRejection = RequestRejection(reason: reason, message: message, bodySample: sample)
         respondError(e, exchange: ex, requestID: ex.id)
     }
 
     /// Reads the client's body whole (bounded by `limits.body_bytes`) for a serializer that
     /// rebuilds it, then connects with the rebuilt body. Called again as more arrives.
     func collectRequestBody(_ ex: Exchange) {
-        guard let s = ex.routeRef.requestSerializer, var body = ex.collected else { return }
+        guard var body = ex.collected else { return }
         ex.collected = nil
         do throws(WireError) {
             var tooLarge = false
@@ -139,14 +136,12 @@ extension ClientConnection {
             return
         }
         run(ex.machine.requestBodyBuffered(), ex)
-        switch s.transform(collected: body, clientContentType: ex.request.headers.first(.contentType), method: ex.request.method.name) {
-        case .replace(let r): ex.replacementBody = r
-        case .relay, .collect: ex.replacementBody = .init(body, contentType: "application/octet-stream", replacesClientType: false)
-        case .refuse(let why):
-            serializationRefused(ex, why, sample: Array(body.prefix(RequestRejection.sampleLimit)))
-            return
+        switch worker.phases.upstreamRequestBodyFilter(ex, collected: body) {
+        case .proceed:
+            connectUpstream(ex)
+        case .refuse(let e, let reason, let message):
+            refuseRequest(ex, e, reason: reason, message: message, sample: Array(body.prefix(RequestRejection.sampleLimit)))
         }
-        connectUpstream(ex)
     }
 
 

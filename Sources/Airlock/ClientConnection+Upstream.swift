@@ -105,10 +105,9 @@ extension ClientConnection: UpstreamOwner {
                 ex.connector.start(addresses)
                 self.connectNextAddress(ex)
             case .failure(.refused(let e)):
-                self.failExchange(e)   // the exchange's end returns its slot
+                self.failToConnect(ex, .egressRefused(e))   // the exchange's end returns its slot
             case .failure(.unresolvable(let detail)):
-                self.failExchange(GatewayError(.upstreamUnresolvable, status: 502,
-                                               message: "cannot resolve upstream \(ex.key.host): \(detail)", source: .upstream))
+                self.failToConnect(ex, .unresolvable(detail))
             }
         }
     }
@@ -127,17 +126,21 @@ extension ClientConnection: UpstreamOwner {
         case .dialling:
             break   // upstreamConnected or upstreamFailed follows
         case .ownListener(let addr):
-            failExchange(GatewayError(.loopDetected, status: 508, message: "upstream \(addr) is this gateway's own listener",
-                                      source: .client))
+            failToConnect(ex, .ownListener(addr))
         case .failed(let lastError):
-            run(ex.machine.connectFailed(moreAddresses: ex.connector.hasMore), ex) { cannotConnect(ex, lastError) }
+            failToConnect(ex, .notDialled(lastError))
         }
     }
 
-    private func cannotConnect(_ ex: Exchange, _ lastError: String?) -> GatewayError {
-        GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
-                     message: "cannot connect to upstream \(ex.key.host):\(ex.key.port)" + (lastError.map { " (\($0))" } ?? ""),
-                     source: .upstream)
+    /// The fail-to-connect phase decides; this does it: the answer now, or the machine's
+    /// next address (the answer after the last).
+    private func failToConnect(_ ex: Exchange, _ failure: ConnectFailure) {
+        switch worker.phases.failToConnect(failure, key: ex.key) {
+        case .answer(let e):
+            failExchange(e)
+        case .retry(let e):
+            run(ex.machine.connectFailed(moreAddresses: ex.connector.hasMore), ex) { e }
+        }
     }
 
     private func attach(_ u: UpstreamConnection, to ex: Exchange) {
@@ -174,18 +177,8 @@ extension ClientConnection: UpstreamOwner {
         guard let u = ex.upstream else { return }
         // Serialized into the worker's reusable writer, straight from the parsed model.
         worker.headWriter.reset()
-        let host = ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key)
-        if let s = ex.routeRef.requestSerializer {
-            // The request phase: the route's serializer rebuilds the head (and maybe the body).
-            ForwardingHeads.request(ex.request, serializer: s, body: ex.replacementBody, host: host,
-                                    framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                    viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
-                                    idPrefix: worker.idPrefix, into: &worker.headWriter)
-        } else {
-            ForwardingHeads.request(ex.request, host: host, framing: ex.requestOut, viaToken: worker.context.viaToken,
-                                    viaToken11: worker.context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
-                                    idPrefix: worker.idPrefix, into: &worker.headWriter)
-        }
+        // The upstream request filter's head: the route's serializer's, or the canonical one.
+        worker.phases.upstreamRequestHead(ex, into: &worker.headWriter)
         worker.headWriter.withBytes { u.send($0) }
         if let body = ex.replacementBody, !body.bytes.isEmpty { body.bytes.withUnsafeBytes { u.send($0) } }
         ex.metrics.requestSent = EventLoop.nowNanos()   // the head; the body's end moves it on
@@ -221,12 +214,7 @@ extension ClientConnection: UpstreamOwner {
             }
         case .error(let why) where connecting:
             reportReachability(ex, .refused("\(u.address): \(why)"))
-            run(ex.machine.connectFailed(moreAddresses: ex.connector.hasMore), ex) {
-                var e = GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
-                                     message: "upstream \(u.address) refused the connection: \(why)", source: .upstream)
-                e.retryAfter = self.circuitRetryAfter(ex)
-                return e
-            }
+            failToConnect(ex, .refused(u.address, why, retryAfter: circuitRetryAfter(ex)))
         default:
             run(ex.machine.upstreamFailed(.closed), ex) {
                 GatewayError(.upstreamClosed, status: ExchangeMachine.UpstreamFailure.closed.status,

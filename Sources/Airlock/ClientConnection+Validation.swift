@@ -67,17 +67,11 @@ extension ClientConnection {
 
     // MARK: deciding
 
-    /// The buffered body is whole (`runBodyValidator`): the validator's verdict goes to the machine.
+    /// The buffered body is whole (`runBodyValidator`): the response body filter's verdict goes
+    /// to the machine.
     func runBodyValidator(_ ex: Exchange) {
         guard let v = ex.validation else { return }
-        switch v.validator.validate(head: v.facts, body: v.body) {
-        case .accepted(let transformed):
-            v.transformed = transformed
-            run(ex.machine.responseBodyJudged(accepted: true), ex)
-        case .rejected(let error):
-            v.rejection = error
-            run(ex.machine.responseBodyJudged(accepted: false), ex)
-        }
+        run(ex.machine.responseBodyJudged(accepted: worker.phases.upstreamResponseBodyFilter(ex, v).accepted), ex)
     }
 
     /// Report-only, over `max_body_bytes`: what was read goes to the client, the rest streams.

@@ -36,7 +36,7 @@ extension GatewayPhases {
     func logging(interception h: InterceptHandshake, serverName: String?, failure: String?, client: SocketAddress) {
         let route = h.peer.route
         let result = failure == nil ? "intercepted" : "tls-failed"
-        worker.context.metrics.interceptEnded(route: route.config.name, result: result)
+        context.metrics.interceptEnded(route: route.config.name, result: result)
         guard let failure else { return }
         var md: Logger.Metadata = [
             "request_id": .string(h.id.description),
@@ -46,7 +46,7 @@ extension GatewayPhases {
             "reason": .string(failure),
         ]
         if let serverName { md["server_name"] = .string(serverName) }
-        worker.logger.warning("connect.tls-failed", metadata: md)
+        context.logger.warning("connect.tls-failed", metadata: md)
         writeInterceptAccess(h, tunnel: result, bytesIn: 0, bytesOut: 0, client: client)
     }
 
@@ -59,7 +59,7 @@ extension GatewayPhases {
 
     private func writeInterceptAccess(_ h: InterceptHandshake, tunnel: String, bytesIn: UInt64, bytesOut: UInt64,
                                       client: SocketAddress) {
-        guard worker.logsAccess else { return }
+        guard context.logsAccess else { return }
         let millis = Double(EventLoop.nowNanos() &- h.started) / 1_000_000
         var record = AccessRecord(
             requestID: h.id, status: 200, bytesIn: bytesIn, bytesOut: bytesOut,

@@ -16,20 +16,20 @@ extension GatewayPhases {
         let status = t.answer?.status ?? 200
         if let e = t.answer {
             logError(e, nil, summary, route: t.route.config.name, target: t.peer.target)
-            worker.context.metrics.gatewayError(route: t.route.config.name, error: e.reason)
+            context.metrics.gatewayError(route: t.route.config.name, error: e.reason)
         }
         if let why = t.failure, end == .clientError || end == .upstreamError {
             // After the 200 there is no answer to give: the record says what broke.
-            worker.logger.warning("tunnel.error", metadata: [
+            context.logger.warning("tunnel.error", metadata: [
                 "request_id": .string(t.id.description), "client": .string(t.client.peer.description),
                 "route": .string(t.route.config.name), "target": .string(t.peer.target),
                 "end": .string(end.rawValue), "reason": .string(why),
                 "bytes_in": .stringConvertible(t.bytesUp), "bytes_out": .stringConvertible(t.bytesDown),
             ])
         }
-        worker.context.metrics.tunnelEnded(route: t.route.metrics, name: t.route.config.name, end: end,
+        context.metrics.tunnelEnded(route: t.route.metrics, name: t.route.config.name, end: end,
                                            bytesUp: t.bytesUp, bytesDown: t.bytesDown)
-        guard worker.logsAccess else { return }
+        guard context.logsAccess else { return }
         var record = AccessRecord(
             requestID: t.id, status: status, bytesIn: t.bytesUp, bytesOut: t.bytesDown,
             durationMillis: (t.durationMillis * 1000).rounded() / 1000, client: t.client.peer,

@@ -7,10 +7,13 @@ import AirlockSession
 import AirlockWire
 import Logging
 
-/// The gateway's phases (see `ProxyPhases`): a view of one worker's routes, limits and log
-/// sinks, made on the spot (a struct holding one unowned reference; nothing is allocated).
-struct GatewayPhases: ProxyPhases {
-    unowned(unsafe) let worker: Worker
+/// The gateway's phases (see `ProxyPhases`) over one worker's `PhaseContext`: its routes,
+/// limits and sinks. The worker keeps one (`Worker.phases`), made again on a reload; a test
+/// makes one from a context of its own, with no loop and no socket.
+final class GatewayPhases: ProxyPhases {
+    let context: PhaseContext
+
+    init(_ context: PhaseContext) { self.context = context }
 
     // MARK: request filter
 
@@ -24,15 +27,15 @@ struct GatewayPhases: ProxyPhases {
                                 message: "a CONNECT request must not declare a body (Content-Length or Transfer-Encoding)",
                                 source: .client, mustClose: true)
         }
-        let limit = worker.limits.bodyBytes
+        let limit = context.bodyBytes
         if case .length(let n) = req.framing, n > UInt64(limit) {
             return GatewayError(.bodyTooLarge, status: 413,
                                 message: "request body of \(n) bytes exceeds the limit of \(limit)",
                                 source: .client, mustClose: true)
         }
-        for v in req.headers.values(.via) where v.contains(worker.context.viaToken) {
+        for v in req.headers.values(.via) where v.contains(context.viaToken) {
             return GatewayError(.loopDetected, status: 508,
-                                message: "request already passed through this gateway (Via: \(worker.context.viaToken))",
+                                message: "request already passed through this gateway (Via: \(context.viaToken))",
                                 source: .client)
         }
         return nil
@@ -50,7 +53,7 @@ struct GatewayPhases: ProxyPhases {
         default: path = "/"
         }
         let port = req.port ?? (Self.isHTTPS(req.target) ? 443 : 80)
-        guard let route = worker.routes.first(host: req.host, path: path, port: port) else {
+        guard let route = context.routes.first(host: req.host, path: path, port: port) else {
             return .failure(GatewayError(.noRoute, status: 403, message: "no route for host \(req.host)", source: .client))
         }
         if let fixed = route.fixedKey { return .success(UpstreamPeer(route: route, key: fixed)) }
@@ -77,7 +80,7 @@ struct GatewayPhases: ProxyPhases {
                                          source: .client, mustClose: true))
         }
         let target = "\(host):\(port)"
-        guard let route = worker.routes.first(connectHost: host, port: port) else {
+        guard let route = context.routes.first(connectHost: host, port: port) else {
             var e = GatewayError(.noRoute, status: 403, message: "no route for CONNECT \(target)", source: .client, mustClose: true)
             e.extra = [("host", .string(host))]
             return .failure(e)
@@ -126,7 +129,7 @@ struct GatewayPhases: ProxyPhases {
         var denied: [(IPAddress, EgressPolicy.Reason)] = []
         allowed.reserveCapacity(addresses.count)
         for a in addresses {
-            guard !worker.context.isSelf(a), let ip = IPAddress(bytes: a.addressBytes) else {
+            guard !context.isSelf(a), let ip = IPAddress(bytes: a.addressBytes) else {
                 allowed.append(a)
                 continue
             }
@@ -137,8 +140,8 @@ struct GatewayPhases: ProxyPhases {
         }
         guard !denied.isEmpty else { return .success(addresses) }
         let name = route.config.name
-        worker.context.metrics.egressDenied(route: name, reason: denied[0].1.rawValue)
-        worker.logger.warning("egress.denied", metadata: [
+        context.metrics.egressDenied(route: name, reason: denied[0].1.rawValue)
+        context.logger.warning("egress.denied", metadata: [
             "request_id": .stringConvertible(id),
             "route": .string(name),
             "host": .string(host),
@@ -164,6 +167,34 @@ struct GatewayPhases: ProxyPhases {
         return route.egress.evaluate(ip) == .allowed
     }
 
+    // MARK: fail to connect
+
+    /// A refused address or one that could not be dialled may be followed by the next
+    /// (502 upstream-refused after the last); an unresolvable name (502), an egress refusal
+    /// (403) and our own listener (508, a loop) are answered at once.
+    func failToConnect(_ failure: ConnectFailure, key: UpstreamKey) -> FailToConnectVerdict {
+        switch failure {
+        case .unresolvable(let detail):
+            return .answer(GatewayError(.upstreamUnresolvable, status: 502,
+                                        message: "cannot resolve upstream \(key.host): \(detail)", source: .upstream))
+        case .egressRefused(let e):
+            return .answer(e)
+        case .ownListener(let addr):
+            return .answer(GatewayError(.loopDetected, status: 508, message: "upstream \(addr) is this gateway's own listener",
+                                        source: .client))
+        case .notDialled(let lastError):
+            return .retry(GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
+                                       message: "cannot connect to upstream \(key.host):\(key.port)"
+                                           + (lastError.map { " (\($0))" } ?? ""),
+                                       source: .upstream))
+        case .refused(let addr, let why, let retryAfter):
+            var e = GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
+                                 message: "upstream \(addr) refused the connection: \(why)", source: .upstream)
+            e.retryAfter = retryAfter
+            return .retry(e)
+        }
+    }
+
     // MARK: upstream request filter
 
     /// The route's request serializer: the body is relayed, replaced, or read whole first
@@ -187,6 +218,35 @@ struct GatewayPhases: ProxyPhases {
             }
         }
         return .proceed
+    }
+
+    /// A body read whole for the route's serializer (`Exchange.collected`), rebuilt: it
+    /// becomes the exchange's replacement body (the client's bytes as they came when the
+    /// serializer keeps them), or the request is refused.
+    func upstreamRequestBodyFilter(_ ex: Exchange, collected body: [UInt8]) -> RequestFilterVerdict {
+        guard let s = ex.routeRef.requestSerializer else { return .proceed }
+        switch s.transform(collected: body, clientContentType: ex.request.headers.first(.contentType), method: ex.request.method.name) {
+        case .replace(let r): ex.replacementBody = r
+        case .relay, .collect: ex.replacementBody = .init(body, contentType: "application/octet-stream", replacesClientType: false)
+        case .refuse(let why): return Self.refusal(why.reason, why.message)
+        }
+        return .proceed
+    }
+
+    /// The head the upstream gets, written into `w`: the route's serializer rebuilds it (and
+    /// describes the body it replaced) when the route has one; otherwise `ForwardingHeads`'
+    /// canonical re-encoding. Both add `Via` and `X-Request-Id` and name the upstream in `Host`.
+    func upstreamRequestHead(_ ex: Exchange, into w: inout HeadWriter) {
+        let host = ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key)
+        if let s = ex.routeRef.requestSerializer {
+            ForwardingHeads.request(ex.request, serializer: s, body: ex.replacementBody, host: host,
+                                    framing: ex.requestOut, viaToken: context.viaToken, viaToken11: context.via11,
+                                    idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: context.idPrefix, into: &w)
+        } else {
+            ForwardingHeads.request(ex.request, host: host, framing: ex.requestOut, viaToken: context.viaToken,
+                                    viaToken11: context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
+                                    idPrefix: context.idPrefix, into: &w)
+        }
     }
 
     /// 400 request-serialization-failed, carrying the serializer's reason.
@@ -222,6 +282,19 @@ struct GatewayPhases: ProxyPhases {
                                      validation: ResponseValidation(config: config, validator: validator, facts: facts))
     }
 
+    /// The route's body validator on the body read whole: its rejection, or the body it made
+    /// (a transformed body), goes into `v`.
+    func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict {
+        switch v.validator.validate(head: v.facts, body: v.body) {
+        case .accepted(let transformed):
+            v.transformed = transformed
+            return .accepted
+        case .rejected(let error):
+            v.rejection = error
+            return .rejected
+        }
+    }
+
     /// The URL the gateway fetched: `http://host:port/path?query`.
     static func upstreamURL(_ ex: Exchange) -> String {
         "\(ex.key.scheme)://\(ForwardingHeads.authority(ex.key))\(ForwardingHeads.upstreamTarget(ex.request.target))"
@@ -237,8 +310,8 @@ struct GatewayPhases: ProxyPhases {
         guard let ex else {
             if let e = end.error {
                 logError(e, nil, summary)
-                worker.context.metrics.gatewayError(route: "-", error: e.reason)
-                worker.context.metrics.unrouted.count(e.status)
+                context.metrics.gatewayError(route: "-", error: e.reason)
+                context.metrics.unrouted.count(e.status)
             }
             accessRecord(summary, route: nil, status: end.error?.status ?? 0, complete: end.complete, exchange: nil)
             return
@@ -253,7 +326,7 @@ struct GatewayPhases: ProxyPhases {
             ex.responseStatus = e.status
             if e.code == .rejectedResponse { ex.outcome = .rejected }
             ex.failure = e.rejection?.reason ?? e.reason
-            worker.context.metrics.gatewayError(route: ex.route.name, error: e.reason)
+            context.metrics.gatewayError(route: ex.route.name, error: e.reason)
         case .truncated(let e), .requestFailed(let e):
             status = ex.responseStatus
             ex.failure = e.reason
@@ -267,7 +340,7 @@ struct GatewayPhases: ProxyPhases {
         if let v = ex.validation { recordReject(ex, v) }
         if let r = ex.requestRejection { recordRequestReject(ex, r, status: status) }
         if let m = ex.routeRef.metrics { recordMetrics(ex, m, status: status) }
-        if let hub = worker.taskEvents, hub.wants(ex.outcome) {
+        if let hub = context.taskEvents, hub.wants(ex.outcome) {
             hub.publish(ex.event(ex.outcome, status: status, reason: ex.failure))
         }
         accessRecord(summary, route: ex.route.name, status: status, complete: end.complete, exchange: ex)
@@ -295,7 +368,7 @@ struct GatewayPhases: ProxyPhases {
             if let route { md["route"] = .string(route) }
             if let target { md["target"] = .string(target) }
         }
-        worker.logger.log(level: e.source == .upstream ? .error : .warning, "request.error", metadata: md)
+        context.logger.log(level: e.source == .upstream ? .error : .warning, "request.error", metadata: md)
     }
 
     /// The reject record: one `response.rejected` log line and an entry in the gateway's ring.
@@ -309,9 +382,9 @@ struct GatewayPhases: ProxyPhases {
             contentType: v.facts.contentType, reason: error.reason.rawValue, code: error.code, message: error.message,
             underlying: error.underlying?.message, durationMillis: ex.durationMillis, mode: v.config.mode.rawValue,
             bodySample: String(decoding: v.sample, as: UTF8.self))
-        worker.logger.warning("response.rejected", metadata: record.metadata)
-        worker.context.rejects.append(record)
-        worker.context.metrics.rejected(route: ex.route.name, reason: error.reason.rawValue)
+        context.logger.warning("response.rejected", metadata: record.metadata)
+        context.rejects.append(record)
+        context.metrics.rejected(route: ex.route.name, reason: error.reason.rawValue)
     }
 
     /// The request phase's reject record: one `request.rejected` log line and an entry in the
@@ -323,9 +396,9 @@ struct GatewayPhases: ProxyPhases {
             contentType: ex.request.headers.first(.contentType), reason: r.reason, code: 0, message: r.message,
             underlying: nil, durationMillis: ex.durationMillis, mode: "enforce",
             bodySample: String(decoding: r.bodySample, as: UTF8.self), side: .request)
-        worker.logger.warning("request.rejected", metadata: record.metadata)
-        worker.context.rejects.append(record)
-        worker.context.metrics.rejected(route: ex.route.name, reason: r.reason)
+        context.logger.warning("request.rejected", metadata: record.metadata)
+        context.rejects.append(record)
+        context.metrics.rejected(route: ex.route.name, reason: r.reason)
     }
 
     /// The exchange's counters and latencies: status class, bytes, time to first byte and
@@ -340,7 +413,7 @@ struct GatewayPhases: ProxyPhases {
     /// `request.access`, straight into the worker's buffer when its logger is the plain JSON
     /// handler (the per-request path), else through swift-log.
     private func accessRecord(_ summary: RequestSummary, route: String?, status: Int, complete: Bool, exchange ex: Exchange?) {
-        guard worker.logsAccess else { return }
+        guard context.logsAccess else { return }
         let duration = ex?.durationMillis ?? 0
         var record = AccessRecord(
             requestID: summary.id, status: status, bytesIn: ex?.bytesIn ?? 0, bytesOut: ex?.bytesOut ?? 0,
@@ -365,18 +438,13 @@ struct GatewayPhases: ProxyPhases {
 
     /// The one place an access record is written: encoded straight into the worker's log
     /// buffer when it writes JSON lines, through the logger otherwise. Every caller has
-    /// checked `worker.logsAccess`.
+    /// checked `context.logsAccess`.
     @inline(__always)
     func writeAccess(_ record: AccessRecord) {
-        if let buffer = worker.accessLog {
+        if let buffer = context.accessLog {
             buffer.append { record.encode(into: &$0) }
         } else {
-            worker.logger.info(AccessRecord.event, metadata: record.metadata)
+            context.logger.info(AccessRecord.event, metadata: record.metadata)
         }
     }
-}
-
-extension Worker {
-    /// This worker's phases (a view; see `GatewayPhases`).
-    var phases: GatewayPhases { GatewayPhases(worker: self) }
 }

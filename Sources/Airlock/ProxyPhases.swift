@@ -6,8 +6,11 @@ import AirlockWire
 
 /// The named phases every proxied request goes through, in this order (Pingora's `ProxyHttp`):
 ///
-///     requestFilter → upstreamPeer → upstreamRequestFilter (the route's request serializer)
-///         → connect + trust (session) → upstreamResponseFilter → relay → logging
+///     requestFilter → upstreamPeer → upstreamRequestFilter (the route's request serializer:
+///         upstreamRequestBodyFilter for a body read whole, upstreamRequestHead)
+///         → connect + trust (session; failToConnect: the next address or the answer)
+///         → upstreamResponseFilter (head validation) → upstreamResponseBodyFilter (body
+///         validation, when the head filter asked for the body) → relay → logging
 ///
 /// A CONNECT request takes its own branch after the request filter:
 ///
@@ -38,9 +41,17 @@ protocol ProxyPhases {
     /// any upstream is chosen (a body to replace or to read whole first, a multipart body to
     /// check while it streams), or why it refuses it.
     func upstreamRequestFilter(_ ex: Exchange) -> RequestFilterVerdict
+    /// Fail to connect: what a connect that gave the exchange no upstream becomes: another
+    /// address may be tried (the machine picks it, or answers after the last), or the client is
+    /// answered now. Only the connector's failures (resolve, egress, a loop, a refused dial);
+    /// timeouts and TLS are the machine's (`upstreamFailed`).
+    func failToConnect(_ failure: ConnectFailure, key: UpstreamKey) -> FailToConnectVerdict
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
+    /// What the route's body validator makes of a response body read whole for it (the head
+    /// filter asked for it), before any byte of it reaches the client.
+    func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict
     /// The last phase: every record and counter of one request, exactly once.
     func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd)
     /// The last phase of a CONNECT tunnel: its records and counters, exactly once
@@ -54,6 +65,7 @@ extension ProxyPhases {
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict {
         .relay
     }
+    func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict { .accepted }
     func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {}
     func logging(tunnel: Tunnel, _ end: TunnelEnd) {}
 }
@@ -84,6 +96,29 @@ enum RequestFilterVerdict {
     case refuse(GatewayError, reason: String, message: String)
 }
 
+/// Why the connector gave an exchange no upstream connection (`failToConnect`'s question).
+enum ConnectFailure {
+    /// The resolver failed (its error text).
+    case unresolvable(String)
+    /// Every resolved address was refused by the route's egress policy (`egressFilter`'s 403).
+    case egressRefused(GatewayError)
+    /// The address is this gateway's own listener.
+    case ownListener(SocketAddress)
+    /// No socket could be opened for the address (its error), or no address is left (nil).
+    case notDialled(String?)
+    /// The address refused the connection; `retryAfter`: the route's circuit is open.
+    case refused(SocketAddress, String, retryAfter: Int?)
+}
+
+/// `failToConnect`'s answer.
+enum FailToConnectVerdict {
+    /// Another address may be tried: `ExchangeMachine.connectFailed(moreAddresses:)` decides;
+    /// the error is the answer after the last one.
+    case retry(GatewayError)
+    /// No other address can help: the client gets this error now.
+    case answer(GatewayError)
+}
+
 /// `upstreamResponseFilter`'s answer: the validator's verdict on the head, and the state the
 /// validate phase keeps (nil when the response streams untouched). What follows from the
 /// verdict (enforce or report-only, buffer, drain, reject) is `ExchangeMachine`'s decision
@@ -98,6 +133,16 @@ struct ResponseFilterVerdict {
     var enforcement: ExchangeMachine.Enforcement {
         validation?.config.mode == .reportOnly ? .reportOnly : .enforce
     }
+}
+
+/// `upstreamResponseBodyFilter`'s answer: the validator's verdict on the whole body (its
+/// rejection, or the body it made, is kept in the exchange's `ResponseValidation`). Enforce
+/// or report-only is `ExchangeMachine`'s decision (`responseBodyJudged`).
+enum ResponseBodyVerdict {
+    case accepted
+    case rejected
+
+    var accepted: Bool { self == .accepted }
 }
 
 /// How one request ended: what `logging` records and what becomes of the client connection.

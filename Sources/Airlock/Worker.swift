@@ -25,7 +25,11 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     let idPrefix: HeadWriter.FieldPrefix
     /// Where task lifecycle events go (`GET /events`); set before the loop starts, nil
     /// without an admin listener.
-    var taskEvents: TaskEventHub?
+    var taskEvents: TaskEventHub? {
+        didSet { phases = GatewayPhases(phaseContext) }
+    }
+    /// This worker's phases, over its routes, limits and sinks (made again on a reload).
+    private(set) var phases: GatewayPhases
     /// Upstream connections open (connecting, serving or parked); those parked are the pool's.
     private(set) var upstreamsOpen = 0
     /// One head is serialized at a time on a loop: its buffer is reused for every head.
@@ -82,6 +86,17 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         let workers = max(1, context.config.workers)
         connectionShare = Self.share(of: limits.maxConnectionsPerUpstream, worker: index, workers: workers)
         queueShare = Self.share(of: limits.upstreamQueue, worker: index, workers: workers)
+        phases = GatewayPhases(PhaseContext(routes: routes, bodyBytes: limits.bodyBytes, viaToken: context.viaToken,
+                                            via11: context.via11, idPrefix: idPrefix, ownListeners: context.ownListeners, metrics: context.metrics,
+                                            rejects: context.rejects, logger: logger, logsAccess: logsAccess,
+                                            accessLog: accessLog, taskEvents: nil))
+    }
+
+    /// What this worker's phases read, as it is now.
+    private var phaseContext: PhaseContext {
+        PhaseContext(routes: routes, bodyBytes: limits.bodyBytes, viaToken: context.viaToken, via11: context.via11,
+                     idPrefix: idPrefix, ownListeners: context.ownListeners, metrics: context.metrics, rejects: context.rejects,
+                     logger: logger, logsAccess: logsAccess, accessLog: accessLog, taskEvents: taskEvents)
     }
 
     /// Writes into `logBuffer` when the gateway logs JSON lines.
@@ -109,6 +124,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         routes = Route.table(next.config, metrics: next.metrics, health: next.reachability)
         upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
         upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
+        phases = GatewayPhases(phaseContext)
         guard !staleTrust.isEmpty else { return }
         for u in pool.removeAll(where: { staleTrust.contains($0.trust) }) { u.close() }
         // A resumed session skips the certificate check: none from under the old material.
