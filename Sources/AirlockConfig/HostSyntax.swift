@@ -1,3 +1,5 @@
+import AirlockWire
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -29,22 +31,7 @@ enum HostSyntax {
         guard labelLength > 0 else { return false }
         // A name whose last label is a number is an IPv4 address to browsers and curl
         // (`127.1`, `0x7f.1`, `0177.0.0.1`): only the plain dotted quad means one thing.
-        let last = host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).last ?? []
-        let numeric = last.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-            || (last.count >= 2 && last.first == UInt8(ascii: "0") && last.dropFirst().first.map { $0 | 0x20 } == UInt8(ascii: "x")
-                && last.dropFirst(2).allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
-                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0 | 0x20) })
-        if numeric { return isDottedQuad(host) }
-        return true
-    }
-
-    /// Four decimal parts 0–255 without leading zeros (inet_pton takes `01.2.3.4` on some libcs).
-    private static func isDottedQuad(_ host: String) -> Bool {
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { p in
-            (1...3).contains(p.count) && p.allSatisfy(\.isASCII) && p.allSatisfy(\.isNumber)
-                && (p.count == 1 || p.first != "0") && (Int(p) ?? 256) <= 255
-        }
+        return !IPv4Text.endsInANumber(host) || IPv4Text.parse(host) != nil
     }
 
     /// The 16 bytes of an IPv6 literal (no brackets), or nil.

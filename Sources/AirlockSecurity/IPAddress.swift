@@ -1,3 +1,5 @@
+import AirlockWire
+
 /// An IPv4 or IPv6 address as 128 bits. IPv4 is held in its IPv4-mapped IPv6 form
 /// (`::ffff:a.b.c.d`), so a mapped address and the IPv4 address it carries are one value, and
 /// one set of ranges (`CIDR`) covers both spellings: `::ffff:127.0.0.1` is loopback.
@@ -70,34 +72,13 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// RFC 4291 IPv6 text address (optionally with a dotted-quad tail; no zone, no brackets).
     /// Nothing else: `127.1`, `0x7f000001` and `0177.0.0.1` are not addresses here.
     public init?(parsing text: String) {
-        let b = Array(text.utf8)
-        if let v4 = Self.parseIPv4(b[...]) {
-            self.init(bytes: v4)
-        } else if let v6 = Self.parseIPv6(b) {
+        if let v4 = IPv4Text.parse(text) {
+            self.init(high: 0, low: 0x0000_FFFF_0000_0000 | UInt64(v4))
+        } else if let v6 = Self.parseIPv6(Array(text.utf8)) {
             self.init(bytes: v6)
         } else {
             return nil
         }
-    }
-
-    static func parseIPv4(_ b: ArraySlice<UInt8>) -> [UInt8]? {
-        var out: [UInt8] = []
-        var i = b.startIndex
-        while true {
-            let start = i
-            var value = 0
-            while i < b.endIndex, (0x30...0x39).contains(b[i]), i - start < 4 {
-                value = value * 10 + Int(b[i] - 0x30)
-                i += 1
-            }
-            let len = i - start
-            guard (1...3).contains(len), value <= 255, len == 1 || b[start] != 0x30 else { return nil }
-            out.append(UInt8(value))
-            if i == b.endIndex { break }
-            guard b[i] == UInt8(ascii: "."), out.count < 4 else { return nil }
-            i += 1
-        }
-        return out.count == 4 ? out : nil
     }
 
     static func parseIPv6(_ b: [UInt8]) -> [UInt8]? {
@@ -129,9 +110,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
             }
             if i < n && b[i] == UInt8(ascii: ".") {
                 // A dotted-quad tail: the last 32 bits.
-                guard let v4 = parseIPv4(b[start...]) else { return nil }
-                let g1 = UInt16(v4[0]) << 8 | UInt16(v4[1])
-                let g2 = UInt16(v4[2]) << 8 | UInt16(v4[3])
+                guard let v4 = b[start...].withUnsafeBytes({ IPv4Text.parse($0) }) else { return nil }
+                let g1 = UInt16(truncatingIfNeeded: v4 >> 16)
+                let g2 = UInt16(truncatingIfNeeded: v4)
                 if compressed { tail += [g1, g2] } else { head += [g1, g2] }
                 i = n
                 break

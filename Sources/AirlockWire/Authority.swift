@@ -43,8 +43,8 @@ struct Authority: Sendable, Equatable {
             throw WireError.quoting(code, "port required: ", bytes)
         }
         let hostBytes = UnsafeRawBufferPointer(rebasing: bytes[..<hostEnd])
-        // Cheapest first: a dotted quad passes in one scan, a name fails isIPv4 at its first letter.
-        if hostBytes[0] != UInt8(ascii: "["), !isIPv4(hostBytes), endsInANumber(hostBytes) {
+        // Cheapest first: a dotted quad passes in one scan, a name fails it at its first letter.
+        if hostBytes[0] != UInt8(ascii: "["), IPv4Text.parse(hostBytes) == nil, IPv4Text.endsInANumber(hostBytes) {
             throw WireError.quoting(.invalidHost, "not a plain dotted-quad IPv4 address: ", hostBytes)
         }
         let host = ByteClass.lowercasedString(hostBytes)
@@ -81,7 +81,7 @@ struct Authority: Sendable, Equatable {
             let start = i
             while i < n && ByteClass.isHexDigit(b[i]) && i - start < 5 { i += 1 }
             if i < n && b[i] == UInt8(ascii: ".") {
-                guard isIPv4(UnsafeRawBufferPointer(rebasing: b[start...])) else { return false }
+                guard IPv4Text.parse(UnsafeRawBufferPointer(rebasing: b[start...])) != nil else { return false }
                 groups += 2
                 break
             }
@@ -99,47 +99,5 @@ struct Authority: Sendable, Equatable {
             }
         }
         return compressed ? groups <= 7 : groups == 8
-    }
-
-    /// The WHATWG URL parser's "ends in a number" test: the last label (after one trailing dot
-    /// is dropped) is all decimal digits, or `0x` followed by hex digits. Such a host is parsed
-    /// as an IPv4 address by browsers and curl (`0x7f.1` is 127.0.0.1 to them), so it must be a
-    /// plain dotted quad to mean the same thing here.
-    static func endsInANumber(_ b: UnsafeRawBufferPointer) -> Bool {
-        var end = b.count
-        if end > 0 && b[end - 1] == UInt8(ascii: ".") { end -= 1 }
-        var start = end
-        while start > 0 && b[start - 1] != UInt8(ascii: ".") { start -= 1 }
-        guard start < end else { return false }
-        let label = UnsafeRawBufferPointer(rebasing: b[start..<end])
-        if label.allSatisfy(ByteClass.isDigit) { return true }
-        guard label.count >= 2, label[0] == UInt8(ascii: "0"), label[1] | 0x20 == UInt8(ascii: "x") else { return false }
-        return label.dropFirst(2).allSatisfy(ByteClass.isHexDigit)
-    }
-
-    /// Four dec-octets 0–255 without leading zeros. Runs on every request's host (the number
-    /// check above), so it reads the bytes through a plain pointer with wrapping arithmetic.
-    static func isIPv4(_ b: UnsafeRawBufferPointer) -> Bool {
-        let n = b.count
-        guard n >= 7, n <= 15, let base = b.baseAddress else { return false }
-        let p = base.assumingMemoryBound(to: UInt8.self)
-        var parts = 0
-        var i = 0
-        while true {
-            let start = i
-            var value: UInt32 = 0
-            while i < n, i &- start < 4 {
-                let d = p[i] &- 0x30
-                if d > 9 { break }
-                value = value &* 10 &+ UInt32(d)
-                i &+= 1
-            }
-            let len = i &- start
-            if len == 0 || len > 3 || value > 255 || (len > 1 && p[start] == 0x30) { return false }
-            parts &+= 1
-            if i == n { return parts == 4 }
-            if p[i] != UInt8(ascii: ".") || parts == 4 { return false }
-            i &+= 1
-        }
     }
 }
