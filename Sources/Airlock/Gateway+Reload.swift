@@ -47,8 +47,7 @@ extension Gateway {
         check("workers", old.workers, new.workers) { String($0) }
         check("admin", old.admin.address, new.admin.address) { $0?.description ?? "off" }
         check("admin_allow_remote", old.admin.allowRemote, new.admin.allowRemote) { String($0) }
-        check("admin_token", old.admin.token != nil, new.admin.token != nil) { $0 ? "a token" : "none" }
-        if old.admin.token != new.admin.token, old.admin.token != nil, new.admin.token != nil {
+        if old.admin.token != new.admin.token {   // never printed, so not `check`
             issues.append(ConfigError.Issue(keyPath: "admin_token", message: "cannot change without a restart"))
         }
         check("io_uring", old.ioUring, new.ioUring) { $0.rawValue }
@@ -95,11 +94,11 @@ extension Gateway {
         outcome.removed = old.routes.map(\.name).filter { !newNames.contains($0) }
         outcome.changed = new.routes.filter { r in oldRoutes[r.name].map { $0 != r } ?? false }.map(\.name)
 
-        let staleTrust = Self.staleTrust(old: context, new: opened)
         let routeMetrics = context.metrics.adoptRoutes(new)
         let reachability = Reachabilities(config: new, logger: logger, metrics: context.metrics,
                                           routeMetrics: routeMetrics, carryingOver: context.reachability)
         let next = context.reloaded(opened, reachability: reachability)
+        let staleTrust = Self.staleTrust(old: context, new: next)
         context = next
         config = new
         monitor?.context = next
@@ -135,9 +134,8 @@ extension Gateway {
     /// paths) but other contents in its CA or certificate files. Pooled connections under them
     /// were verified against what no longer holds. (A changed pin or policy changes the identity
     /// itself, so such connections are never checked out again and idle out.)
-    static func staleTrust(old: GatewayContext, new: OpenedConfig) -> Set<String> {
-        let now = GatewayContext.trustMaterial(of: new.config)
-        return Set(old.trustMaterial.compactMap { id, was in now[id].map { $0 != was ? id : nil } ?? nil })
+    static func staleTrust(old: GatewayContext, new: GatewayContext) -> Set<String> {
+        Set(old.trustMaterial.compactMap { id, was in new.trustMaterial[id].map { $0 != was ? id : nil } ?? nil })
     }
 }
 

@@ -58,9 +58,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         self.limits = context.config.limits
         self.routes = Route.table(context.config, metrics: context.metrics, health: context.reachability)
         self.logsAccess = context.logger.logLevel <= .info
-        self.wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes,
-                                     headerBytes: limits.headerBytes,
-                                     headerCount: limits.headerCount)
+        self.wireLimits = Self.wireLimits(limits)
         self.loop = EventLoop(name: "worker-\(index)", batchSends: context.config.ioUring == .auto)
         self.idPrefix = HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "\(context.idPrefix)-\(index)-")
         self.resolver = Resolver(loop: loop)
@@ -112,6 +110,11 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     private(set) lazy var upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
     private(set) lazy var upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
 
+    /// The parser's limits from `limits.request_line_bytes`, `header_bytes` and `header_count`.
+    static func wireLimits(_ limits: LimitsConfig) -> WireLimits {
+        WireLimits(requestLineBytes: limits.requestLineBytes, headerBytes: limits.headerBytes, headerCount: limits.headerCount)
+    }
+
     /// A reload (on this worker's loop): new exchanges take the new routes, limits, trust and
     /// CA; exchanges in flight keep their `Route`. Idle pooled connections stay, except those
     /// whose trust identity is in `staleTrust` (its CA or certificate files changed): they, and
@@ -119,8 +122,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     func reconfigure(_ next: GatewayContext, staleTrust: Set<String>) {
         context = next
         limits = next.config.limits
-        wireLimits = WireLimits(requestLineBytes: limits.requestLineBytes, headerBytes: limits.headerBytes,
-                                headerCount: limits.headerCount)
+        wireLimits = Self.wireLimits(limits)
         routes = Route.table(next.config, metrics: next.metrics, health: next.reachability)
         upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
         upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
