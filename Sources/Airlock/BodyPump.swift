@@ -1,4 +1,5 @@
 import AirlockIO
+import AirlockSerialization
 import AirlockWire
 
 /// The one decode loop of a message body, for every body an exchange reads (the request body
@@ -36,5 +37,26 @@ enum BodyPump {
             }
         }
         return .complete
+    }
+
+    /// Moves decoded payload from `src` to `dst`, re-framing chunked output.
+    /// Returns when the body is complete or the input has nothing more to decode.
+    /// `bounded`: stops once `dst` holds `highWatermark` bytes (backpressure).
+    /// `sample` (a report-only reject) keeps a copy of the first payload bytes for its record.
+    @inline(__always)
+    static func relay(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
+                      bounded: Bool = true, highWatermark: Int, sample: ResponseValidation? = nil,
+                      counted: (Int) -> Void) throws(WireError) {
+        let chunked = out == .chunked
+        try BodyPump.pump(src, &decoder, end: { if chunked { dst.write(ChunkedEncoder.last) } }) { n in
+            if let sample, sample.sampleRoom > 0 {
+                src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
+            }
+            if chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
+            src.moveInput(n, to: dst)
+            if chunked { dst.write(ChunkedEncoder.chunkTrailer) }
+            counted(n)
+            return !bounded || dst.outputLength < highWatermark
+        }
     }
 }

@@ -14,7 +14,7 @@ extension ClientConnection {
         switch worker.phases.connectPeer(req) {
         case .success(let p): peer = p
         case .failure(let e):
-            respondError(e, exchange: nil, requestID: id, request: req)
+            respondError(e, requestID: id, request: req)
             return
         }
         switch peer.policy {

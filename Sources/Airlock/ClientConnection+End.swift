@@ -1,23 +1,16 @@
 import AirlockConfig
-import CoreMetrics
 import AirlockSerialization
 import AirlockIO
-import AirlockWire
 import AirlockSession
+import AirlockWire
 
-/// How a request ends: Airlock's own answers, and the one path every exchange leaves by
-/// (`endExchange`), which runs the logging phase exactly once and then decides what becomes
-/// of the client connection.
+/// Answers given before a request became an exchange, and what the connection does once an
+/// exchange has ended (`Exchange.end`): the next request, or the close.
 extension ClientConnection {
-    /// Answers with `e`'s status and JSON body. The connection is kept only when the request
-    /// was fully read and the error does not make it untrustworthy (the machine's keep-alive rule).
-    func respondError(_ e: GatewayError, exchange ex: Exchange?, requestID: RequestID, request: RequestHead? = nil) {
-        if let ex {
-            run(ex.machine.answeredByGateway(requestKeepAlive: ex.request.keepAlive, clientContinues: clientContinues,
-                                             mustClose: e.mustClose), ex) { e }
-            return
-        }
-        // Refused before it became an exchange (unparsable, filtered, unrouted, timed out).
+    /// Refused before it became an exchange (unparsable, filtered, unrouted, timed out): `e`'s
+    /// status and JSON body, logged, and the connection kept only when the request was whole
+    /// and the error does not make it untrustworthy (the machine's keep-alive rule).
+    func respondError(_ e: GatewayError, requestID: RequestID, request: RequestHead? = nil) {
         let keepAlive = ExchangeMachine.clientKeepAlive(requestKeepAlive: request?.keepAlive ?? false,
                                                         requestWhole: request?.framing == BodyFraming.none,
                                                         clientContinues: clientContinues, mustClose: e.mustClose)
@@ -34,33 +27,18 @@ extension ClientConnection {
                                            requestID: idText, retryAfter: e.retryAfter, error: e.reason))
     }
 
-    /// The exchange failed before any response byte reached the client.
-    func failExchange(_ e: GatewayError) {
-        guard let ex = exchange else { return }
-        dropUpstream(ex)
-        respondError(e, exchange: ex, requestID: ex.id)
+    /// The exchange is over (before its logging phase runs): the connection no longer runs it.
+    func exchangeDetached(_ ex: Exchange) {
+        if exchange === ex { exchange = nil }
     }
 
-    /// The one way out of an exchange: the upstream connection is released (back to the pool
-    /// if the machine's `ReuseDecision` says so) or closed, the logging phase runs (once), and
-    /// the client connection goes on to its next request, or closes.
-    func endExchange(_ ex: Exchange, _ end: ExchangeEnd) {
-        ex.deadline?.cancel()
-        switch end {
-        case .completed(let reusable):
-            releaseUpstream(ex, bodyReadToEnd: reusable)
-        case .answered, .truncated, .aborted, .requestFailed:
-            if let u = ex.upstream { ex.upstream = nil; u.close() }   // never reused
-        }
-        if exchange === ex { exchange = nil }
-        releaseAdmission(ex)
-        worker.phases.logging(ex, RequestSummary(id: ex.id, request: ex.request, client: peer, intercepted: interception != nil), end)
+    /// The exchange ended and was logged: pipelined requests already buffered are served now
+    /// (while draining, a connection with none waiting closes there), or the connection closes.
+    func exchangeEnded(_ ex: Exchange, _ end: ExchangeEnd) {
         switch end {
         case .completed:
             worker.recycle(ex.request.headers)
             if let r = ex.response { worker.recycle(r.headers) }
-            // Pipelined requests already buffered are served now; while draining, a
-            // connection with none waiting closes there.
             continueAfter(keepAlive: ex.clientKeepAlive)
         case .answered(_, let keepAlive):
             continueAfter(keepAlive: keepAlive)
@@ -71,22 +49,6 @@ extension ClientConnection {
         case .aborted:
             close()
         }
-    }
-
-    /// The response's last byte is relayed: the machine says whether the exchange ends, or the
-    /// client's body is still coming and its rest is judged first (`judgeRestOfRequestBody`).
-    func responseDelivered(_ ex: Exchange) {
-        run(ex.machine.responseComplete(), ex)
-    }
-
-    /// What the exchange held while it ran: its place in the in-flight gauge, and its
-    /// upstream slot or queue ticket (`max_connections_per_upstream`). Released once, where
-    /// the exchange ends; the logging phase only logs.
-    private func releaseAdmission(_ ex: Exchange) {
-        guard ex.inFlight else { return }
-        ex.inFlight = false
-        worker.context.metrics.inFlight.decrement()
-        if worker.connectionShare > 0 { worker.exchangeEnded(ex) }
     }
 
     private func continueAfter(keepAlive: Bool) {

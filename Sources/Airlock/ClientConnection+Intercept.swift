@@ -18,7 +18,7 @@ extension ClientConnection {
                                  message: "route \(peer.route.config.name) says connect: intercept, but no ca: is loaded",
                                  source: .internal, mustClose: true)
             e.extra = [("host", .string(peer.target)), ("route", .string(peer.route.config.name))]
-            respondError(e, exchange: nil, requestID: id, request: req)
+            respondError(e, requestID: id, request: req)
             return
         }
         lifecycle.interceptStarted()
@@ -52,7 +52,7 @@ extension ClientConnection {
         switch event {
         case .eof: reason = "the client closed the connection during the TLS handshake"
         case .readTimeout, .writeTimeout: reason = "the TLS handshake timed out (idle_timeout)"
-        default: reason = event.reason
+        case .error, .tlsFailed, .connected: reason = event.reason
         }
         worker.phases.logging(interception: h, serverName: stream.tlsServerName, failure: reason, client: peer)
         // What OpenSSL queued (its alert) goes out, then FIN, and the rest of what the client

@@ -1,11 +1,16 @@
 import AirlockConfig
 import AirlockIO
+import AirlockSecurity
 import AirlockSession
 import AirlockWire
 import Logging
 
-/// One client connection: reads a request head, routes it, relays the exchange with its
-/// upstream, and goes back for the next head (keep-alive, pipelining). Lives on one worker.
+/// One client connection: reads request heads, runs each through the phases before any byte
+/// goes upstream (`+Dispatch`), hands it to a new `Exchange`, which runs the exchange and tells
+/// the connection when it ended (`+End`), and goes back for the next head (keep-alive,
+/// pipelining). Its decisions are `ClientLifecycle`'s; the exchange's are `ExchangeMachine`'s.
+/// The client stream's and the upstream connection's events arrive here and go on to the
+/// exchange that owns them. Lives on one worker.
 final class ClientConnection: StreamDelegate {
     unowned(unsafe) let worker: Worker   // the worker outlives its connections
     let stream: Stream
@@ -84,7 +89,7 @@ final class ClientConnection: StreamDelegate {
         if timerMode == .restOfBody {
             // The rest of the body did not come in time: the client has its whole response.
             timerMode = .idle
-            if phase == .forwarding, let ex = exchange { run(ex.machine.restOfRequestBodyTimedOut(), ex) }
+            if phase == .forwarding, let ex = exchange { ex.run(ex.machine.restOfRequestBodyTimedOut()) }
             return
         }
         guard phase == .awaitingHead || phase == .pausedForOutput else { return }
@@ -96,7 +101,7 @@ final class ClientConnection: StreamDelegate {
         let e = GatewayError(.headerTimeout, status: 408,
                              message: "the request head did not arrive within \(limits.headerTimeout)",
                              source: .client, mustClose: true)
-        respondError(e, exchange: nil, requestID: worker.nextRequestID())
+        respondError(e, requestID: worker.nextRequestID())
     }
 
     // MARK: StreamDelegate
@@ -105,10 +110,11 @@ final class ClientConnection: StreamDelegate {
         switch phase {
         case .awaitingHead, .pausedForOutput: readHead()
         case .forwarding:
-            if let ex = exchange, ex.collected != nil {
-                collectRequestBody(ex)
+            guard let ex = exchange else { return }
+            if ex.collected != nil {
+                ex.collectRequestBody()
             } else {
-                pumpRequestBody()
+                ex.pumpRequestBody()
             }
         case .tunneling, .handshaking, .closed: break   // a tunnel is its streams' delegate; the stream runs the handshake
         }
@@ -120,16 +126,7 @@ final class ClientConnection: StreamDelegate {
             return
         }
         guard phase == .forwarding, let ex = exchange else { return }
-        if ex.machine.validation == .delivering {
-            if !ex.machine.judgingRestOfRequestBody { continueDelivery(ex) }   // delivered already
-            return
-        }
-        guard ex.upstream != nil else { return }
-        // The client drained what we queued: let the upstream send more.
-        if stream.outputLength < Self.writeHighWatermark / 2 {
-            run(ex.machine.clientOutputDrained(), ex)
-            pumpResponseBody()
-        }
+        ex.clientWritable()
     }
 
     func stream(_ s: Stream, event: StreamEvent) {
@@ -151,10 +148,10 @@ final class ClientConnection: StreamDelegate {
                 // are still delivered, then the connection closes. Body bytes that arrived with
                 // the close are still buffered (the upstream may still be connecting): they are
                 // relayed first, and only a body still incomplete after that is an abort.
-                run(ex.machine.clientHalfClosed(), ex)
+                ex.run(ex.machine.clientHalfClosed())
                 return
             }
-            clientAborted(event)
+            if let ex = exchange { ex.clientAborted(event) } else { close() }
         case .handshaking:
             interceptHandshakeEnded(event)
         case .tunneling, .closed:
@@ -197,7 +194,7 @@ final class ClientConnection: StreamDelegate {
                     try scanner.scan(buf)
                 }
             } catch {
-                respondError(GatewayError(wire: error), exchange: nil, requestID: worker.nextRequestID())
+                respondError(GatewayError(wire: error), requestID: worker.nextRequestID())
                 return
             }
             guard let n = headLength else {
@@ -220,7 +217,7 @@ final class ClientConnection: StreamDelegate {
             armIdleTimer()
             switch parsed {
             case .success(let head): dispatch(head)
-            case .failure(let e): respondError(GatewayError(wire: e), exchange: nil, requestID: worker.nextRequestID())
+            case .failure(let e): respondError(GatewayError(wire: e), requestID: worker.nextRequestID())
             }
         }
         let idleFor = Duration.nanoseconds(Int64(EventLoop.nowNanos() &- idleSince))
@@ -233,7 +230,7 @@ final class ClientConnection: StreamDelegate {
             respondError(GatewayError(.badRequest, status: 400,
                                       message: "the client closed its side in the middle of a request head",
                                       source: .client, mustClose: true),
-                         exchange: nil, requestID: worker.nextRequestID())
+                         requestID: worker.nextRequestID())
         case .awaitInFlightRequest(let rest):
             // Draining, and its last response has only just gone: the next request may be on its way.
             if timerMode != .drainGrace {
@@ -281,7 +278,7 @@ final class ClientConnection: StreamDelegate {
             return
         }
         guard let ex = exchange else { close(); return }
-        run(ex.machine.clientGone(), ex) {
+        ex.run(ex.machine.clientGone()) {
             GatewayError(.drainTimeout, status: 503, message: "the drain timeout passed with the exchange in flight",
                          source: .internal)
         }
@@ -309,5 +306,30 @@ final class ClientConnection: StreamDelegate {
             w.flushEnded()
         }
         worker.clientClosed(self)
+    }
+}
+
+/// The upstream connection's events go to the exchange it serves (a pooled connection has no
+/// owner; one whose exchange is gone is closed).
+extension ClientConnection: UpstreamOwner {
+    func upstreamConnected(_ u: UpstreamConnection) {
+        if let ex = exchange { ex.upstreamConnected(u) } else { u.close() }
+    }
+
+    func upstreamReadable(_ u: UpstreamConnection) {
+        guard phase == .forwarding, let ex = exchange else { return }
+        ex.upstreamReadable(u)
+    }
+
+    func upstreamWritable(_ u: UpstreamConnection) {
+        exchange?.upstreamWritable(u)
+    }
+
+    func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent) {
+        if let ex = exchange { ex.upstreamFailed(u, event: event) } else { u.close() }
+    }
+
+    func upstreamUntrusted(_ u: UpstreamConnection, failure: TrustFailure, presented: [PeerCertificate]) {
+        exchange?.upstreamUntrusted(u, failure: failure, presented: presented)
     }
 }

@@ -5,9 +5,25 @@ import AirlockSerialization
 import AirlockSession
 import AirlockWire
 
-/// Per-request state that travels through every phase (parse, route, connect, relay, log):
-/// one typed context, as Pingora's CTX.
+/// One exchange on a client connection: its typed context through every phase (Pingora's
+/// CTX) and the executor of its `ExchangeMachine` (async-http-client's request bag beside its
+/// connection handler): the upstream connection, both bodies, validation and the exchange's
+/// end run here (`Exchange+Run`, `+Upstream`, `+RequestBody`, `+Response`, `+Validation`,
+/// `+End`). The client connection (`ClientConnection`) owns the client socket, reads heads
+/// and hands each request to the phases and then to a new exchange; it hears back once, when
+/// the exchange ends (`ClientConnection.exchangeEnded`).
 final class Exchange {
+    /// The client connection this exchange runs on (it outlives its exchanges). Nil only in a
+    /// context a phase test builds, where no executor runs.
+    private unowned(unsafe) let connection: ClientConnection?
+    var client: ClientConnection { connection.unsafelyUnwrapped }
+    /// The client's stream and worker, held here so that the executor reaches them without
+    /// going through the connection each time (a client connection is the target of weak
+    /// references, so its retains take the slow path: ~5 % of a small request, measured).
+    private unowned(unsafe) let stream: Stream?
+    private unowned(unsafe) let workerRef: Worker?
+    var clientStream: Stream { stream.unsafelyUnwrapped }
+    var worker: Worker { workerRef.unsafelyUnwrapped }
     let id: RequestID
     let request: RequestHead
     let routeRef: Route
@@ -65,7 +81,7 @@ final class Exchange {
     /// Holds one of its worker's slots for this upstream (max_connections_per_upstream) until a
     /// new connection is attached, which takes it over.
     var holdsSlot = false
-    /// Counted in the in-flight gauge (from dispatch until `endExchange` releases it, once).
+    /// Counted in the in-flight gauge (from dispatch until `end` releases it, once).
     var inFlight = false
     /// Non-zero while waiting in the worker's queue for this upstream.
     var queueTicket: UInt64 = 0
@@ -86,7 +102,10 @@ final class Exchange {
     /// Set only on routes with a `response:` block, when the response needs it.
     var validation: ResponseValidation?
 
-    init(id: RequestID, request: RequestHead, route: Route, key: UpstreamKey, limits: WireLimits) {
+    init(client: ClientConnection?, id: RequestID, request: RequestHead, route: Route, key: UpstreamKey, limits: WireLimits) {
+        self.connection = client
+        self.stream = client?.stream
+        self.workerRef = client?.worker
         self.id = id
         self.request = request
         self.routeRef = route
@@ -98,6 +117,11 @@ final class Exchange {
         machine = ExchangeMachine(method: request.method, requestHasBody: request.framing != .none)
         responseScanner = HeadScanner(kind: .response, limits: limits)
     }
+
+    var limits: LimitsConfig { worker.limits }
+    /// Still the exchange its client connection is running (callbacks that outlive it, such as
+    /// a resolve or a timer, act only then).
+    var isCurrent: Bool { client.exchange === self }
 
     /// The request target as the client named it, for logs.
     var targetDescription: String {

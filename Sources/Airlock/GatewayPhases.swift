@@ -172,26 +172,38 @@ final class GatewayPhases: ProxyPhases {
     /// A refused address or one that could not be dialled may be followed by the next
     /// (502 upstream-refused after the last); an unresolvable name (502), an egress refusal
     /// (403) and our own listener (508, a loop) are answered at once.
-    func failToConnect(_ failure: ConnectFailure, key: UpstreamKey) -> FailToConnectVerdict {
+    func failToConnect(_ failure: ConnectFailure, _ subject: ConnectSubject) -> FailToConnectVerdict {
+        // An exchange's answers say "upstream"; a tunnel's name the CONNECT target.
+        let (host, port, tunnel): (String, UInt16, Bool)
+        switch subject {
+        case .upstream(let key): (host, port, tunnel) = (key.host, key.port, false)
+        case .tunnel(let h, let p): (host, port, tunnel) = (h, p, true)
+        }
+        let upstream = tunnel ? "" : "upstream "
         switch failure {
         case .unresolvable(let detail):
             return .answer(GatewayError(.upstreamUnresolvable, status: 502,
-                                        message: "cannot resolve upstream \(key.host): \(detail)", source: .upstream))
+                                        message: "cannot resolve \(upstream)\(host): \(detail)", source: .upstream))
         case .egressRefused(let e):
             return .answer(e)
         case .ownListener(let addr):
-            return .answer(GatewayError(.loopDetected, status: 508, message: "upstream \(addr) is this gateway's own listener",
+            return .answer(GatewayError(.loopDetected, status: 508,
+                                        message: "\(tunnel ? "CONNECT target" : "upstream") \(addr) is this gateway's own listener",
                                         source: .client))
         case .notDialled(let lastError):
             return .retry(GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
-                                       message: "cannot connect to upstream \(key.host):\(key.port)"
-                                           + (lastError.map { " (\($0))" } ?? ""),
+                                       message: "cannot connect to \(upstream)\(host):\(port)" + (lastError.map { " (\($0))" } ?? ""),
                                        source: .upstream))
         case .refused(let addr, let why, let retryAfter):
             var e = GatewayError(.upstreamRefused, status: ExchangeMachine.UpstreamFailure.refused.status,
-                                 message: "upstream \(addr) refused the connection: \(why)", source: .upstream)
+                                 message: "\(upstream)\(addr) refused the connection" + (why.map { ": \($0)" } ?? ""),
+                                 source: .upstream)
             e.retryAfter = retryAfter
             return .retry(e)
+        case .timedOut(let addr, let after):
+            return .retry(GatewayError(.upstreamTimeout, status: ExchangeMachine.UpstreamFailure.timeout.status,
+                                       message: "connect to \(addr?.description ?? "\(host):\(port)") timed out after \(after)",
+                                       source: .upstream))
         }
     }
 
@@ -403,7 +415,7 @@ final class GatewayPhases: ProxyPhases {
 
     /// The exchange's counters and latencies: status class, bytes, time to first byte and
     /// total. (The in-flight gauge and the upstream slot are released where the exchange
-    /// ends, `ClientConnection.endExchange`, not here.)
+    /// ends, `Exchange.end`, not here.)
     private func recordMetrics(_ ex: Exchange, _ m: RouteMetrics, status: Int) {
         m.requestFinished(status: status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut)
         m.latency.observe(firstByte: ex.responseStartedAt > ex.started ? ex.responseStartedAt - ex.started : 0,

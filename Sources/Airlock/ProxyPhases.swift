@@ -43,9 +43,10 @@ protocol ProxyPhases {
     func upstreamRequestFilter(_ ex: Exchange) -> RequestFilterVerdict
     /// Fail to connect: what a connect that gave the exchange no upstream becomes: another
     /// address may be tried (the machine picks it, or answers after the last), or the client is
-    /// answered now. Only the connector's failures (resolve, egress, a loop, a refused dial);
-    /// timeouts and TLS are the machine's (`upstreamFailed`).
-    func failToConnect(_ failure: ConnectFailure, key: UpstreamKey) -> FailToConnectVerdict
+    /// answered now. Only the connector's failures (resolve, egress, a loop, a refused dial,
+    /// a tunnel's connect timeout); an exchange's timeouts and TLS are the machine's
+    /// (`upstreamFailed`). `subject`: an exchange's upstream or a CONNECT tunnel's target.
+    func failToConnect(_ failure: ConnectFailure, _ subject: ConnectSubject) -> FailToConnectVerdict
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict
@@ -96,7 +97,16 @@ enum RequestFilterVerdict {
     case refuse(GatewayError, reason: String, message: String)
 }
 
-/// Why the connector gave an exchange no upstream connection (`failToConnect`'s question).
+/// Who was connecting (`failToConnect`'s answers name it as the client knows it).
+enum ConnectSubject {
+    /// An exchange's upstream.
+    case upstream(UpstreamKey)
+    /// A CONNECT tunnel's target.
+    case tunnel(host: String, port: UInt16)
+}
+
+/// Why the connector gave an exchange or a tunnel no upstream connection (`failToConnect`'s
+/// question).
 enum ConnectFailure {
     /// The resolver failed (its error text).
     case unresolvable(String)
@@ -106,13 +116,17 @@ enum ConnectFailure {
     case ownListener(SocketAddress)
     /// No socket could be opened for the address (its error), or no address is left (nil).
     case notDialled(String?)
-    /// The address refused the connection; `retryAfter`: the route's circuit is open.
-    case refused(SocketAddress, String, retryAfter: Int?)
+    /// The address refused the connection (the socket's error, if it gave one); `retryAfter`:
+    /// the route's circuit is open.
+    case refused(SocketAddress, String?, retryAfter: Int?)
+    /// A tunnel's connect did not complete within `connect_timeout` (504).
+    case timedOut(SocketAddress?, Duration)
 }
 
 /// `failToConnect`'s answer.
 enum FailToConnectVerdict {
-    /// Another address may be tried: `ExchangeMachine.connectFailed(moreAddresses:)` decides;
+    /// Another address may be tried: the machine decides (`ExchangeMachine.connectFailed`,
+    /// `TunnelMachine.connectFailed`);
     /// the error is the answer after the last one.
     case retry(GatewayError)
     /// No other address can help: the client gets this error now.

@@ -1,6 +1,7 @@
 import AirlockConfig
 import AirlockIO
 import AirlockSession
+import AirlockWire
 
 /// The open tunnel: the 200, the raw relay both ways (libevent's le-proxy: a side stops reading
 /// while its partner's output is over `ClientConnection.writeHighWatermark` and resumes once it
@@ -36,15 +37,19 @@ extension Tunnel {
         timer.schedule(after: worker.limits.tunnelIdleTimeout)
     }
 
-    /// Moves everything `side` has buffered to its partner's output, unparsed.
+    /// Moves everything `side` has buffered to its partner's output, unparsed: `BodyPump`'s
+    /// relay over a body that ends only with the connection (the same path as an exchange's
+    /// bodies; backpressure and EOF are the machine's).
     func relay(from side: TunnelMachine.Side) {
         guard let u = upstream else { return }
         let src = side == .client ? clientStream : u
         let dst = side == .client ? u : clientStream
-        let n = src.inputLength
-        guard n > 0 else { return }
-        src.moveInput(n, to: dst)
-        if side == .client { bytesUp &+= UInt64(n) } else { bytesDown &+= UInt64(n) }
+        guard src.inputLength > 0 else { return }
+        var moved = 0
+        // A close-delimited body never fails to decode.
+        try? BodyPump.relay(from: src, to: dst, decoder: &raw, out: .close, bounded: false,
+                            highWatermark: ClientConnection.writeHighWatermark) { moved += $0 }
+        if side == .client { bytesUp &+= UInt64(moved) } else { bytesDown &+= UInt64(moved) }
         lastActivity = EventLoop.nowNanos()
         if dst.outputLength >= ClientConnection.writeHighWatermark {
             perform(machine.outputFilled(toward: side.partner))
@@ -86,7 +91,7 @@ extension Tunnel {
             guard let u = upstream else { return }
             let partner = side == .client ? u : clientStream
             perform(machine.eof(from: side, partnerOutputEmpty: partner.outputLength == 0))
-        default:
+        case .error, .readTimeout, .writeTimeout, .tlsFailed, .connected:
             if failure == nil { failure = "\(side == .client ? "client" : "upstream"): \(event.reason)" }
             perform(machine.failed(side))
         }

@@ -35,10 +35,12 @@ final class Tunnel: StreamDelegate {
     var answer: GatewayError?
     /// Why a side failed after the 200 (its stream's error), for the `tunnel.error` record.
     var failure: String?
-    /// The last failed connect attempt's event (its error text goes into the 502).
-    private var lastConnectError: StreamEvent?
-    /// Set when the last address could not even be dialled (no socket): its error, for the 502.
-    private var lastDialError: String?
+    /// The fail-to-connect phase's answer for the last failed attempt, given if the machine
+    /// says no other address is left.
+    private var connectAnswer: GatewayError?
+    /// The bytes each way as `BodyPump` decodes them: a body that ends only with its
+    /// connection (its framing state never changes, so one serves both directions).
+    var raw = BodyDecoder(framing: .closeDelimited)
     /// Keeps the tunnel alive until the loop turn after its end (see `finish`).
     private var reaper: AirlockIO.Timer?
 
@@ -74,10 +76,9 @@ final class Tunnel: StreamDelegate {
                 self.connector.start(addresses)
                 self.connectNextAddress()
             case .failure(.refused(let e)):
-                self.refuse(e)
+                self.failToConnect(.egressRefused(e), .refused)
             case .failure(.unresolvable(let detail)):
-                self.refuse(GatewayError(.upstreamUnresolvable, status: 502,
-                                         message: "cannot resolve \(peer.host): \(detail)", source: .upstream))
+                self.failToConnect(.unresolvable(detail), .refused)
             }
         }
     }
@@ -94,13 +95,11 @@ final class Tunnel: StreamDelegate {
         upstreamAddress = connector.current
         switch dial {
         case .dialling:
-            lastDialError = nil   // the stream reports the outcome (upstreamConnectEvent)
+            break   // the stream reports the outcome (upstreamConnectEvent)
         case .ownListener(let addr):
-            refuse(GatewayError(.loopDetected, status: 508,
-                                message: "CONNECT target \(addr) is this gateway's own listener", source: .client))
+            failToConnect(.ownListener(addr), .refused)
         case .failed(let error):
-            lastDialError = error ?? ""
-            perform(machine.connectFailed(.refused, moreAddresses: connector.hasMore))
+            failToConnect(.notDialled(error), .refused)
         }
     }
 
@@ -110,17 +109,29 @@ final class Tunnel: StreamDelegate {
         case .connected:
             perform(machine.upstreamConnected())
         case .writeTimeout, .readTimeout:
-            perform(machine.connectFailed(.timeout, moreAddresses: connector.hasMore))
-        default:
-            lastConnectError = event
-            perform(machine.connectFailed(.refused, moreAddresses: connector.hasMore))
+            failToConnect(.timedOut(upstreamAddress, worker.limits.connectTimeout), .timeout)
+        case .error, .eof, .tlsFailed:
+            var why: String?
+            if case .error(let text) = event { why = text }
+            if let addr = upstreamAddress {
+                failToConnect(.refused(addr, why, retryAfter: nil), .refused)
+            } else {
+                failToConnect(.notDialled(why), .refused)
+            }
         }
     }
 
-    /// Refused before any connect (unresolvable, a loop).
-    private func refuse(_ e: GatewayError) {
-        machine.refusedBeforeConnect()
-        answerClient(e)
+    /// The fail-to-connect phase decides; this does it: the answer now (unresolvable, egress,
+    /// a loop), or the machine's next address (its answer after the last).
+    private func failToConnect(_ failure: ConnectFailure, _ kind: TunnelMachine.ConnectFailure) {
+        switch worker.phases.failToConnect(failure, .tunnel(host: peer.host, port: peer.port)) {
+        case .answer(let e):
+            machine.refusedBeforeConnect()
+            answerClient(e)
+        case .retry(let e):
+            connectAnswer = e
+            perform(machine.connectFailed(kind, moreAddresses: connector.hasMore))
+        }
     }
 
     /// The client gets `e` as a JSON error instead of a 200; the connection then closes.
@@ -131,26 +142,6 @@ final class Tunnel: StreamDelegate {
         clientStream.write(ForwardingHeads.error(status: e.status, body: e.jsonBody(requestID: idText), keepAlive: false,
                                                  requestID: idText, retryAfter: e.retryAfter, error: e.reason))
         finish(.connectFailed)
-    }
-
-    /// The error for a failed connect: 504 after connect_timeout, 502 refused.
-    func connectError(_ f: TunnelMachine.ConnectFailure) -> GatewayError {
-        let addr = upstreamAddress?.description ?? "\(peer.host):\(peer.port)"
-        switch f {
-        case .timeout:
-            return GatewayError(.upstreamTimeout, status: 504,
-                                message: "connect to \(addr) timed out after \(worker.limits.connectTimeout)", source: .upstream)
-        case .refused:
-            if let dial = lastDialError {
-                return GatewayError(.upstreamRefused, status: 502,
-                                    message: "cannot connect to \(peer.host):\(peer.port)" + (dial.isEmpty ? "" : " (\(dial))"),
-                                    source: .upstream)
-            }
-            var why = ""
-            if case .error(let text)? = lastConnectError { why = ": \(text)" }
-            return GatewayError(.upstreamRefused, status: 502, message: "\(addr) refused the connection\(why)",
-                                source: .upstream)
-        }
     }
 
     // MARK: the end
@@ -166,7 +157,11 @@ final class Tunnel: StreamDelegate {
         case .establish:
             establish()
         case .respondError(let f):
-            answerClient(connectError(f))
+            // The fail-to-connect phase's answer for the last attempt (`failToConnect`).
+            answerClient(connectAnswer ?? GatewayError(f == .timeout ? .upstreamTimeout : .upstreamRefused,
+                                                       status: f == .timeout ? 504 : 502,
+                                                       message: "cannot connect to \(peer.host):\(peer.port)",
+                                                       source: .upstream))
         case .pauseReading(let side):
             stream(side).setReading(false)
         case .resumeReading(let side):

@@ -21,7 +21,11 @@ final class UpstreamConnection: StreamDelegate {
     let key: UpstreamKey
     let address: SocketAddress
     unowned(unsafe) let worker: Worker   // the worker outlives its connections
-    weak var owner: (any UpstreamOwner)?
+    /// The client connection whose exchange this serves; nil while pooled or closed. Strong,
+    /// and cleared whenever the connection leaves an exchange (`becomeIdle`, `close`): a weak
+    /// reference would give every client connection a side table, and each of its retains and
+    /// releases the slow path (measured: ~900 instructions of a 100 B request).
+    var owner: (any UpstreamOwner)?
     private(set) var state: State = .connecting
     private(set) var exchanges = 0
     /// For TLS upstreams: the policy that decides trust and the session-cache key.

@@ -1,7 +1,7 @@
 import AirlockIO
 
 /// The one upstream connector: resolve (then the route's egress filter), and dial the resolved
-/// addresses one at a time. Exchanges (`ClientConnection+Upstream`), CONNECT tunnels (`Tunnel`)
+/// addresses one at a time. Exchanges (`Exchange+Upstream`), CONNECT tunnels (`Tunnel`)
 /// and reachability probes (`ReachabilityMonitor`) use it. It decides nothing: after a failed
 /// address the caller's machine says whether the next one is dialled (`hasMore`); the dial
 /// itself (an `UpstreamConnection`, a raw `Stream`, a probe) is the caller's closure, and so is

@@ -85,13 +85,13 @@ extension Worker {
         }
         ex.queueTicket = 0
         ex.holdsSlot = w.withSlot
-        client.connectUpstream(ex)
+        ex.connectUpstream()
     }
 
     private func queueTimedOut(_ ticket: UInt64, key: UpstreamKey) {
         guard admissions[key]?.cancel(ticket) == true, let w = queued.removeValue(forKey: ticket) else { return }
         guard let client = w.client, let ex = w.exchange, client.exchange === ex else { return }
         ex.queueTicket = 0
-        client.failExchange(ClientConnection.upstreamBusy(ex, timedOut: true, limits: limits))
+        ex.failExchange(.upstreamBusy(ex.key, timedOut: true, limits: limits))
     }
 }

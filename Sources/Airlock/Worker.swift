@@ -256,7 +256,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
             var snap = ex.snapshot(worker: index, now: now)
             snap.state = .cancelled
             cancelled.append(snap)
-            c.cancelTask()
+            ex.cancel()
         }
         return cancelled
     }

@@ -63,7 +63,7 @@ final class GatewayPhasesTests: XCTestCase {
     private func exchange(_ p: GatewayPhases, _ text: String) throws -> Exchange {
         let req = try head(text)
         let peer = try p.upstreamPeer(req).get()
-        return Exchange(id: RequestID(prefix: "t", worker: 0, serial: 1), request: req, route: peer.route, key: peer.key,
+        return Exchange(client: nil, id: RequestID(prefix: "t", worker: 0, serial: 1), request: req, route: peer.route, key: peer.key,
                         limits: WireLimits())
     }
 
@@ -283,7 +283,7 @@ final class GatewayPhasesTests: XCTestCase {
     func testFailToConnectRetriesARefusedAddressAndKeepsTheCircuitsRetryAfter() throws {
         let p = try phases(Self.originRoute)
         guard case .retry(let e) = p.failToConnect(.refused(address("192.0.2.1", 8080), "Connection refused", retryAfter: 7),
-                                                   key: Self.key) else {
+                                                   .upstream(Self.key)) else {
             return XCTFail("another address may answer")
         }
         XCTAssertEqual(e.status, 502, "the answer after the last address")
@@ -294,7 +294,7 @@ final class GatewayPhasesTests: XCTestCase {
 
     func testFailToConnectRetriesAnAddressThatCouldNotBeDialled() throws {
         let p = try phases(Self.originRoute)
-        guard case .retry(let e) = p.failToConnect(.notDialled("Too many open files"), key: Self.key) else {
+        guard case .retry(let e) = p.failToConnect(.notDialled("Too many open files"), .upstream(Self.key)) else {
             return XCTFail("no socket for one address is no reason to skip the next")
         }
         XCTAssertEqual(e.code, .upstreamRefused)
@@ -304,22 +304,47 @@ final class GatewayPhasesTests: XCTestCase {
 
     func testFailToConnectAnswersWhatNoOtherAddressCanChange() throws {
         let p = try phases(Self.originRoute)
-        guard case .answer(let unresolvable) = p.failToConnect(.unresolvable("NXDOMAIN"), key: Self.key) else {
+        guard case .answer(let unresolvable) = p.failToConnect(.unresolvable("NXDOMAIN"), .upstream(Self.key)) else {
             return XCTFail("no address to try")
         }
         XCTAssertEqual(unresolvable.status, 502)
         XCTAssertEqual(unresolvable.code, .upstreamUnresolvable)
-        guard case .answer(let loop) = p.failToConnect(.ownListener(Self.ownListener), key: Self.key) else {
+        guard case .answer(let loop) = p.failToConnect(.ownListener(Self.ownListener), .upstream(Self.key)) else {
             return XCTFail("our own listener is a loop, whatever comes next")
         }
         XCTAssertEqual(loop.status, 508)
         XCTAssertEqual(loop.code, .loopDetected)
         let denied = GatewayError(.egressDenied, status: 403, message: "egress", source: .client)
-        guard case .answer(let egress) = p.failToConnect(.egressRefused(denied), key: Self.key) else {
+        guard case .answer(let egress) = p.failToConnect(.egressRefused(denied), .upstream(Self.key)) else {
             return XCTFail("every address was already refused")
         }
         XCTAssertEqual(egress.code, .egressDenied)
         XCTAssertEqual(egress.status, 403)
+    }
+
+    func testFailToConnectNamesACONNECTTargetAndLetsTheTunnelMachineDecideItsTimeout() throws {
+        let p = try phases(Self.originRoute)
+        let tunnel = ConnectSubject.tunnel(host: "t.test", port: 443)
+        guard case .retry(let refused) = p.failToConnect(.refused(address("192.0.2.1", 443), nil, retryAfter: nil), tunnel) else {
+            return XCTFail("another address may answer")
+        }
+        XCTAssertEqual(refused.status, 502)
+        XCTAssertEqual(refused.message, "192.0.2.1:443 refused the connection", "no socket error: nothing after the address")
+        guard case .retry(let timedOut) = p.failToConnect(.timedOut(address("192.0.2.1", 443), .seconds(5)), tunnel) else {
+            return XCTFail("the tunnel machine decides whether a timeout ends the attempts")
+        }
+        XCTAssertEqual(timedOut.status, 504)
+        XCTAssertEqual(timedOut.code, .upstreamTimeout)
+        XCTAssertEqual(timedOut.message, "connect to 192.0.2.1:443 timed out after 5.0 seconds")
+        guard case .answer(let unresolvable) = p.failToConnect(.unresolvable("NXDOMAIN"), tunnel),
+              case .answer(let loop) = p.failToConnect(.ownListener(Self.ownListener), tunnel),
+              case .retry(let notDialled) = p.failToConnect(.notDialled("Too many open files"), tunnel) else {
+            return XCTFail("the same verdicts as an exchange's")
+        }
+        XCTAssertEqual(unresolvable.message, "cannot resolve t.test: NXDOMAIN")
+        XCTAssertEqual(loop.status, 508)
+        XCTAssertEqual(loop.message, "CONNECT target \(Self.ownListener) is this gateway's own listener")
+        XCTAssertEqual(notDialled.message, "cannot connect to t.test:443 (Too many open files)")
     }
 
     // MARK: upstream request filter
