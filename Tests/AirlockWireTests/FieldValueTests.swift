@@ -1,0 +1,105 @@
+import AirlockWire
+import XCTest
+
+/// The field-value parsers behind resume and the response cache: `Content-Range` (RFC 9110
+/// 14.4), entity tags (8.8.3), HTTP-dates (5.6.7) and `Cache-Control` (RFC 9111 5.2). Hostile
+/// and garbled values parse to nil (or to the cautious reading), never to a guess.
+final class FieldValueTests: XCTestCase {
+    func testContentRangeAcceptsTheGrammar() {
+        XCTAssertEqual(ContentRange(parsing: "bytes 0-499/1234"), .bytes(first: 0, last: 499, completeLength: 1234))
+        XCTAssertEqual(ContentRange(parsing: "BYTES 500-999/*"), .bytes(first: 500, last: 999, completeLength: nil))
+        XCTAssertEqual(ContentRange(parsing: "bytes */1234"), .unsatisfied(completeLength: 1234))
+        XCTAssertEqual(ContentRange(parsing: "bytes 7-7/8"), .bytes(first: 7, last: 7, completeLength: 8))
+        XCTAssertEqual(ContentRange(parsing: "bytes 0-999999999999999999/*")?.length, 1_000_000_000_000_000_000)
+    }
+
+    func testContentRangeRefusesHostileValues() {
+        let hostile = [
+            "", "bytes", "bytes ", "bytes 0-1", "bytes 0-1/", "bytes 1-0/10", "bytes 0-10/10", "bytes 5-5/5",
+            "bytes  0-1/10", "bytes\t0-1/10", "bytes 0 -1/10", "bytes 0- 1/10", "bytes 0-1 /10", "bytes 0-1/10 ",
+            "bytes -1-5/10", "bytes +1-5/10", "bytes 0-1/-10", "bytes 0-1/1e3", "bytes 0x0-1/10", "bytes=0-1/10",
+            "items 0-1/10", "bytes 0-1,2-3/10", "bytes */*", "bytes *", "bytes */", "bytes */10/10",
+            "bytes 0-18446744073709551616/*", "bytes 0-1000000000000000000/*", "bytes 0-1/10\0", "bytes ０-1/10",
+            "bytes 0-1/10/20", "bytes 0--1/10",
+        ]
+        for value in hostile {
+            XCTAssertNil(ContentRange(parsing: value), value.debugDescription)
+        }
+    }
+
+    func testEntityTags() throws {
+        let strong = try XCTUnwrap(EntityTag(parsing: "\"xyzzy\""))
+        let weak = try XCTUnwrap(EntityTag(parsing: "W/\"xyzzy\""))
+        XCTAssertFalse(strong.isWeak)
+        XCTAssertTrue(weak.isWeak)
+        XCTAssertEqual(weak.text, "W/\"xyzzy\"")
+        XCTAssertEqual(EntityTag(parsing: "\"\"")?.opaque, "\"\"")
+        // RFC 9110 8.8.3.2's table.
+        XCTAssertFalse(weak.strongMatch(weak))
+        XCTAssertTrue(weak.weakMatch(weak))
+        XCTAssertFalse(weak.strongMatch(strong))
+        XCTAssertTrue(weak.weakMatch(strong))
+        XCTAssertTrue(strong.strongMatch(try XCTUnwrap(EntityTag(parsing: "\"xyzzy\""))))
+        XCTAssertFalse(strong.strongMatch(try XCTUnwrap(EntityTag(parsing: "\"xyzzz\""))))
+        for bad in ["xyzzy", "\"open", "w/\"x\"", "W/x", "\"a\"b\"", "\"a b\"", "W/", "\"", " \"x\"", "\"\u{7F}\""] {
+            XCTAssertNil(EntityTag(parsing: bad), bad.debugDescription)
+        }
+    }
+
+    func testHTTPDateAcceptsTheThreeFormsAsOneInstant() {
+        let t: Int64 = 784_111_777   // 1994-11-06T08:49:37Z, RFC 9110's example
+        XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), t)
+        XCTAssertEqual(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT"), t)
+        XCTAssertEqual(HTTPDate.parse("Sun Nov  6 08:49:37 1994"), t)
+        XCTAssertEqual(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT"), 0)
+        XCTAssertEqual(HTTPDate.parse("Tue, 29 Feb 2000 23:59:59 GMT"), 951_868_799)
+        XCTAssertEqual(HTTPDate.parse("Thursday, 01-Jan-30 00:00:00 GMT"), 1_893_456_000, "two-digit year 30 is 2030")
+    }
+
+    func testHTTPDateRefusesWhatIsNotOne() {
+        let bad = [
+            "", "0", "-1", "Sun, 06 Nov 1994 08:49:37 UTC", "sun, 06 Nov 1994 08:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 nov 1994 08:49:37 GMT", "Sun, 31 Nov 1994 08:49:37 GMT", "Sun, 29 Feb 1900 00:00:00 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 06 Nov 1994 08:49:37 GMT ",
+            "Sun,  06 Nov 1994 08:49:37 GMT", "Sunday, 06 Nov 1994 08:49:37 GMT", "Sun Nov 6 08:49:37 1994",
+            "1994-11-06T08:49:37Z", "Sun, 06 Nov 19x4 08:49:37 GMT", "Sun, 00 Nov 1994 08:49:37 GMT",
+        ]
+        for value in bad {
+            XCTAssertNil(HTTPDate.parse(value), value.debugDescription)
+        }
+    }
+
+    func testCacheControlDirectives() {
+        let cc = CacheControl(parsing: ["public, max-age=60", "S-MaxAge=\"120\", no-cache=\"Set-Cookie, Foo\", must-revalidate"])
+        XCTAssertTrue(cc.isPublic)
+        XCTAssertEqual(cc.maxAge, 60)
+        XCTAssertEqual(cc.sMaxAge, 120)
+        XCTAssertTrue(cc.noCache, "a qualified no-cache is taken as plain no-cache")
+        XCTAssertTrue(cc.mustRevalidate)
+        XCTAssertFalse(cc.noStore)
+        XCTAssertFalse(cc.isPrivate, "\"Foo\" inside the quoted list is no directive")
+        XCTAssertTrue(CacheControl(parsing: ["private=\"x\""]).isPrivate)
+        XCTAssertTrue(CacheControl(parsing: ["NO-STORE"]).noStore)
+    }
+
+    func testCacheControlInvalidOrRepeatedAgeIsZero() {
+        XCTAssertEqual(CacheControl(parsing: ["max-age=soon"]).maxAge, 0)
+        XCTAssertEqual(CacheControl(parsing: ["max-age"]).maxAge, 0)
+        XCTAssertEqual(CacheControl(parsing: ["max-age=-5"]).maxAge, 0)
+        XCTAssertEqual(CacheControl(parsing: ["max-age=60", "max-age=3600"]).maxAge, 0)
+        XCTAssertEqual(CacheControl(parsing: ["max-age=99999999999999999999999"]).maxAge, CacheControl.maxDelta)
+        XCTAssertNil(CacheControl(parsing: ["no-store"]).maxAge)
+        XCTAssertEqual(CacheControl(parsing: ["max-age=60 junk, no-store"]).maxAge, nil, "a malformed element is skipped")
+        XCTAssertTrue(CacheControl(parsing: ["max-age=60 junk, no-store"]).noStore)
+    }
+
+    func testHeadersValuesByName() {
+        var h = HTTPHeaders()
+        h.append(name: "Vary", value: "Accept-Encoding, Origin")
+        h.append(name: "X", value: "1")
+        h.append(name: "vary", value: " ,Accept-Language")
+        XCTAssertEqual(h.values(name: "VARY"), ["Accept-Encoding, Origin", ",Accept-Language"])
+        XCTAssertEqual(h.listElements(name: "vary"), ["Accept-Encoding", "Origin", "Accept-Language"])
+        XCTAssertEqual(h.values(name: "none"), [])
+    }
+}
