@@ -54,7 +54,7 @@ public struct CacheControl: Sendable, Equatable {
     }
 
     /// delta-seconds, or 0 when absent or malformed.
-    static func delta(_ value: String?) -> Int64 {
+    public static func delta(_ value: String?) -> Int64 {
         guard let value, !value.isEmpty else { return 0 }
         var n: Int64 = 0
         for c in value.utf8 {
