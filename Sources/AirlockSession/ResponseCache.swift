@@ -39,6 +39,7 @@ public struct ResponseCache {
 
     public struct Counters: Sendable, Equatable {
         public var hits = 0
+        public var hitBytes = 0        // body bytes served from memory
         public var misses = 0
         public var revalidations = 0   // forwards of a stored response, conditional when it had a validator
         public var refreshed = 0       // ... answered 304 and freshened
@@ -164,6 +165,7 @@ public struct ResponseCache {
         let responseForces = CacheControl(entry.head.headers).noCache
         if lifetime > age && !requestForces && !responseForces {
             counters.hits += 1
+            counters.hitBytes += entry.body.count
             entries.update(key, default: { entry }) { $0.hits += 1 }   // and the most recently used
             return .hit(Hit(head: Self.served(entry.head, age: age), body: entry.body,
                             status: CacheStatus(hit: true, ttl: lifetime - age)))

@@ -125,6 +125,7 @@ final class ResponseCacheTests: XCTestCase {
         }
         XCTAssertEqual(served.head.headers.values(name: "x-kept"), ["yes"])
         XCTAssertEqual(cache.counters.hits, 1)
+        XCTAssertEqual(cache.counters.hitBytes, 5)
         XCTAssertEqual(cache.counters.misses, 1)
         XCTAssertEqual(cache.counters.stores, 1)
     }
