@@ -59,6 +59,10 @@ public struct ResponseCache {
         public var responseTime: Int64
         /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
         public var initialAge: Int64
+        /// Freshness lifetime (4.2.1), computed when stored or freshened.
+        public var lifetime: Int64
+        /// The response said `no-cache`: never served without revalidation.
+        public var alwaysRevalidate: Bool
         public var hits = 0
         /// Bytes counted against `memory`: the body and the head's fields.
         public var bytes: Int
@@ -155,14 +159,14 @@ public struct ResponseCache {
                          now: now, collapses: stores && joinFill, mayWait: joinFill)
         }
         let age = entry.age(now: now)
-        let lifetime = Self.freshnessLifetime(entry.head, responseTime: entry.responseTime, heuristicPercent: heuristicPercent)
+        let lifetime = entry.lifetime
         let asked = CacheControl(request.headers)
         let pragmaNoCache = request.headers.firstIndex(name: "cache-control") == nil
             && request.headers.listElements(name: "pragma").contains { $0.lowercased() == "no-cache" }
         // max-age=0 always revalidates (a browser's reload), though RFC 9111 would let an age-0 response through.
         let requestForces = asked.noCache || pragmaNoCache || asked.maxAge.map { $0 == 0 || age > $0 } == true
             || asked.minFresh.map { lifetime - age < $0 } == true
-        let responseForces = CacheControl(entry.head.headers).noCache
+        let responseForces = entry.alwaysRevalidate
         if lifetime > age && !requestForces && !responseForces {
             counters.hits += 1
             counters.hitBytes += entry.body.count
@@ -219,12 +223,17 @@ public struct ResponseCache {
             fresh.requestTime = fill.requestTime
             fresh.responseTime = now
             fresh.initialAge = Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now)
+            fresh.lifetime = Self.freshnessLifetime(fresh.head, responseTime: now, heuristicPercent: heuristicPercent)
+            fresh.alwaysRevalidate = CacheControl(fresh.head.headers).noCache
             put(fill.key, fresh)
             counters.refreshed += 1
             let hit = Hit(head: Self.served(fresh.head, age: fresh.age(now: now)), body: fresh.body, status: status)
             return Completion(outcome: .refreshed(hit), status: status, waiters: waiters)
         }
-        if let refusal = storeRefusal(request: request, response: response, body: body, validated: validated) {
+        var head = response
+        head.headers = Self.storableFields(response.headers)
+        if response.status != 204 { head.headers.append(name: "Content-Length", value: String(body.count)) }
+        if let refusal = storeRefusal(request: request, response: response, stored: head, body: body, validated: validated) {
             status.detail = refusal.rawValue
             return Completion(outcome: .notStored(refusal), status: status, waiters: waiters)
         }
@@ -232,13 +241,12 @@ public struct ResponseCache {
         if let known = varyByURL[fill.key.url], known != names { removeURL(fill.key.url) }
         varyByURL[fill.key.url] = names
         let key = CacheKey(url: fill.key.url, variant: CacheKey.variant(names: names, request: request))
-        var head = response
-        head.headers = Self.storableFields(response.headers)
-        if response.status != 204 { head.headers.append(name: "Content-Length", value: String(body.count)) }
         head.declaredFraming = response.status == 204 ? .none : .length(UInt64(body.count))
         head.keepAlive = true
         put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
                        initialAge: Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now),
+                       lifetime: Self.freshnessLifetime(head, responseTime: now, heuristicPercent: heuristicPercent),
+                       alwaysRevalidate: CacheControl(head.headers).noCache,
                        bytes: Self.cost(head: head, body: body)))
         counters.stores += 1
         status.stored = true
@@ -254,12 +262,12 @@ public struct ResponseCache {
         return fills.removeValue(forKey: fill.key) ?? 0
     }
 
-    private func storeRefusal(request: RequestHead, response: ResponseHead, body: [UInt8], validated: Bool) -> CacheRefusal? {
+    /// `stored`: the head as it would be stored (its bytes count against `max_object`).
+    private func storeRefusal(request: RequestHead, response: ResponseHead, stored: ResponseHead, body: [UInt8],
+                              validated: Bool) -> CacheRefusal? {
         if let refusal = Self.refusal(request: request, response: response, heuristicPercent: heuristicPercent) { return refusal }
         guard validated else { return .rejected }
-        var head = response
-        head.headers = Self.storableFields(response.headers)
-        guard Self.cost(head: head, body: body) <= limits.maxObject else { return .tooLarge }
+        guard Self.cost(head: stored, body: body) <= limits.maxObject else { return .tooLarge }
         return nil
     }
 
@@ -392,9 +400,8 @@ public struct ResponseCache {
     public func listing(now: Int64) -> [Listing] {
         entries.entries.map { key, e in
             let age = e.age(now: now)
-            let lifetime = Self.freshnessLifetime(e.head, responseTime: e.responseTime, heuristicPercent: heuristicPercent)
             return Listing(url: key.url, variant: key.variant, status: e.head.status, bytes: e.bytes, hits: e.hits,
-                           age: age, fresh: lifetime > age)
+                           age: age, fresh: e.lifetime > age)
         }
     }
 }

@@ -8,7 +8,8 @@
 /// the first occurrence or staleness; a cache is safer assuming less).
 ///
 /// `no-cache` and `private` with a field list (`private="Set-Cookie"`) are taken as the plain
-/// directive: the qualified forms allow a cache more, never less.
+/// directive: the qualified forms allow a cache more, never less. The value is scanned as bytes
+/// (no `String` per directive): it is read on every cache lookup that carries one.
 public struct CacheControl: Sendable, Equatable {
     public var noStore = false
     public var noCache = false
@@ -28,80 +29,77 @@ public struct CacheControl: Sendable, Equatable {
 
     /// Every `Cache-Control` field line of `headers`.
     public init(_ headers: HTTPHeaders) {
-        self.init(parsing: headers.values(name: "cache-control"))
+        var seen = Seen()
+        for i in 0..<headers.count where headers.withNameBytes(at: i, { ByteClass.equalsLowercased($0, "cache-control") }) {
+            headers.withValueBytes(at: i) { parse($0, &seen) }
+        }
     }
 
     public init(parsing lines: [String]) {
-        var seen: Set<String> = []
+        var seen = Seen()
         for line in lines {
-            for (name, value) in Self.directives(line) {
-                let repeated = !seen.insert(name).inserted
-                switch name {
-                case "no-store": noStore = true
-                case "no-cache": noCache = true
-                case "private": isPrivate = true
-                case "public": isPublic = true
-                case "must-revalidate": mustRevalidate = true
-                case "proxy-revalidate": proxyRevalidate = true
-                case "only-if-cached": onlyIfCached = true
-                case "max-age": maxAge = repeated ? 0 : Self.delta(value)
-                case "s-maxage": sMaxAge = repeated ? 0 : Self.delta(value)
-                case "min-fresh": minFresh = repeated ? 0 : Self.delta(value)
-                default: break
-                }
-            }
+            var line = line
+            line.withUTF8 { parse(UnsafeRawBufferPointer($0), &seen) }
         }
+    }
+
+    /// The delta-seconds directives met so far (a second one counts as 0).
+    private struct Seen {
+        var maxAge = false, sMaxAge = false, minFresh = false
     }
 
     /// delta-seconds, or 0 when absent or malformed.
     public static func delta(_ value: String?) -> Int64 {
-        guard let value, !value.isEmpty else { return 0 }
+        guard var value else { return 0 }
+        return value.withUTF8 { delta(UnsafeRawBufferPointer($0)) }
+    }
+
+    static func delta(_ b: UnsafeRawBufferPointer) -> Int64 {
+        guard !b.isEmpty else { return 0 }
         var n: Int64 = 0
-        for c in value.utf8 {
+        for c in b {
             guard ByteClass.isDigit(c) else { return 0 }
             n = min(n * 10 + Int64(c - 0x30), maxDelta)
         }
         return n
     }
 
-    /// The list's directives: (lower-cased name, value with quotes and escapes removed). An
-    /// element whose name is not a token is skipped.
-    static func directives(_ line: String) -> [(String, String?)] {
-        var out: [(String, String?)] = []
-        let b = Array(line.utf8)
+    /// One field line's directives. An element whose name is not a token, whose quoted value is
+    /// not closed, or with anything but OWS after its value is skipped.
+    private mutating func parse(_ b: UnsafeRawBufferPointer, _ seen: inout Seen) {
         var i = 0
         while i < b.count {
             while i < b.count, b[i] == ByteClass.comma || ByteClass.isWhitespace(b[i]) { i += 1 }
             let nameStart = i
             while i < b.count, ByteClass.isTchar(b[i]) { i += 1 }
-            let name = String(decoding: b[nameStart..<i].map(ByteClass.lower), as: UTF8.self)
-            var value: String?
-            var valid = i > nameStart
+            let name = UnsafeRawBufferPointer(rebasing: b[nameStart..<i])
+            var valid = !name.isEmpty
+            var value: Int64?    // delta-seconds of the value, when it has one
             if i < b.count, b[i] == UInt8(ascii: "=") {
                 i += 1
                 if i < b.count, b[i] == ByteClass.dquote {
                     i += 1
-                    var text: [UInt8] = []
+                    var digits: [UInt8] = []
                     var closed = false
                     while i < b.count {
                         if b[i] == ByteClass.backslash, i + 1 < b.count {
-                            text.append(b[i + 1])
+                            digits.append(b[i + 1])
                             i += 2
                         } else if b[i] == ByteClass.dquote {
                             closed = true
                             i += 1
                             break
                         } else {
-                            text.append(b[i])
+                            digits.append(b[i])
                             i += 1
                         }
                     }
                     valid = valid && closed
-                    value = String(decoding: text, as: UTF8.self)
+                    value = digits.withUnsafeBytes { Self.delta($0) }
                 } else {
                     let start = i
                     while i < b.count, ByteClass.isTchar(b[i]) { i += 1 }
-                    value = String(decoding: b[start..<i], as: UTF8.self)
+                    value = Self.delta(UnsafeRawBufferPointer(rebasing: b[start..<i]))
                 }
             }
             while i < b.count, ByteClass.isWhitespace(b[i]) { i += 1 }
@@ -109,8 +107,40 @@ public struct CacheControl: Sendable, Equatable {
                 valid = false
                 while i < b.count, b[i] != ByteClass.comma { i += 1 }
             }
-            if valid { out.append((name, value)) }
+            if valid { apply(name, value ?? 0, &seen) }
         }
-        return out
+    }
+
+    private mutating func apply(_ name: UnsafeRawBufferPointer, _ value: Int64, _ seen: inout Seen) {
+        let eq = ByteClass.equalsLowercased
+        switch name.count {
+        case 6:
+            if eq(name, "public") { isPublic = true }
+        case 7:
+            if eq(name, "max-age") {
+                maxAge = seen.maxAge ? 0 : value
+                seen.maxAge = true
+            } else if eq(name, "private") {
+                isPrivate = true
+            }
+        case 8:
+            if eq(name, "no-store") { noStore = true } else if eq(name, "no-cache") { noCache = true } else if eq(name, "s-maxage") {
+                sMaxAge = seen.sMaxAge ? 0 : value
+                seen.sMaxAge = true
+            }
+        case 9:
+            if eq(name, "min-fresh") {
+                minFresh = seen.minFresh ? 0 : value
+                seen.minFresh = true
+            }
+        case 14:
+            if eq(name, "only-if-cached") { onlyIfCached = true }
+        case 15:
+            if eq(name, "must-revalidate") { mustRevalidate = true }
+        case 16:
+            if eq(name, "proxy-revalidate") { proxyRevalidate = true }
+        default:
+            break
+        }
     }
 }

@@ -137,12 +137,16 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(forward(cache.lookup(url: url, request: get(), now: t0 + 1))).forward, .uriMiss)
     }
 
-    func testEntriesOverMaxObjectAreNotStored() {
+    /// `max_object` bounds the entry's bytes as counted against `memory` (body and stored head).
+    func testEntriesOverMaxObjectAreNotStored() throws {
         var cache = ResponseCache(limits: .init(memory: 10_000, purgeTo: 5_000, maxObject: 1_000))
-        let response = ok(date0, "Cache-Control: max-age=60")
-        XCTAssertEqual(refusal(fill(&cache, get("/big"), response, body: [UInt8](repeating: 1, count: 1_000), at: t0)), .tooLarge,
-                       "the head counts too: 1000 body bytes are over a 1000-byte object")
-        XCTAssertTrue(isStored(fill(&cache, get("/small"), response, body: [UInt8](repeating: 1, count: 900), at: t0)))
+        let response = ok(date0, "Cache-Control: max-age=600")
+        XCTAssertTrue(isStored(fill(&cache, get("/probe"), response, body: [UInt8](repeating: 1, count: 100), at: t0)))
+        let head = try XCTUnwrap(cache.listing(now: t0).first).bytes - 100   // the same for any 3-digit length
+        XCTAssertEqual(refusal(fill(&cache, get("/big"), response, body: [UInt8](repeating: 1, count: 1_001 - head), at: t0)),
+                       .tooLarge)
+        XCTAssertTrue(isStored(fill(&cache, get("/fits"), response, body: [UInt8](repeating: 1, count: 1_000 - head), at: t0)))
+        XCTAssertEqual(cache.listing(now: t0).first?.bytes, 1_000, "exactly max_object is stored")
     }
 
     // MARK: storable (RFC 9111 3, 3.5)
