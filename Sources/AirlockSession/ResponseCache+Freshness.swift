@@ -108,6 +108,42 @@ extension ResponseCache {
         return out
     }
 
+    /// Whether the client's own conditional holds for a stored response (RFC 9111 4.3.2, RFC
+    /// 9110 13.2.2): `If-None-Match` decides when present (`*`, or a tag weakly matching the
+    /// stored `ETag`); otherwise `If-Modified-Since` holds when the stored `Last-Modified` (or,
+    /// without one, its `Date`) is not later. An invalid condition is ignored.
+    public static func notModified(request: RequestHead, stored: ResponseHead) -> Bool {
+        guard request.method == .get || request.method == .head else { return false }
+        let inm = request.headers.values(name: "if-none-match")
+        if !inm.isEmpty {
+            switch EntityTag.condition(inm.joined(separator: ", ")) {
+            case .any: return true
+            case .tags(let tags):
+                guard let mine = stored.headers.first(name: "etag").flatMap(EntityTag.init(parsing:)) else { return false }
+                return tags.contains { $0.weakMatch(mine) }
+            case .invalid: return false
+            }
+        }
+        guard let since = request.headers.first(name: "if-modified-since").flatMap(HTTPDate.parse) else { return false }
+        let modified = stored.headers.first(name: "last-modified").flatMap(HTTPDate.parse) ?? stored.headers.first(.date).flatMap(HTTPDate.parse)
+        guard let modified else { return false }
+        return modified <= since
+    }
+
+    /// The 304 for a client whose condition holds (RFC 9110 15.4.5): the stored response's
+    /// `Cache-Control`, `Content-Location`, `Date`, `ETag`, `Expires`, `Vary` and `Age` (and
+    /// `Last-Modified` when it has no `ETag`), no body.
+    public static func notModifiedHead(_ served: ResponseHead) -> ResponseHead {
+        var kept: Set<String> = ["cache-control", "content-location", "date", "etag", "expires", "vary", "age"]
+        if served.headers.firstIndex(name: "etag") == nil { kept.insert("last-modified") }
+        var headers = HTTPHeaders()
+        for i in 0..<served.headers.count where kept.contains(served.headers.name(at: i).lowercased()) {
+            headers.append(name: served.headers.name(at: i), value: served.headers.value(at: i))
+        }
+        return ResponseHead(version: served.version, status: 304, reason: "Not Modified", headers: headers,
+                            keepAlive: served.keepAlive, declaredFraming: .none)
+    }
+
     /// Whether a 304 is about this stored response (4.3.4): the same entity tag when the 304
     /// has one, else the same `Last-Modified` when it has one, else yes.
     static func notModifiedMatches(_ notModified: HTTPHeaders, stored: HTTPHeaders) -> Bool {

@@ -77,6 +77,9 @@ public struct ResponseCache {
         public var head: ResponseHead
         public var body: [UInt8]
         public var status: CacheStatus
+        /// The client's own conditional (`If-None-Match`, else `If-Modified-Since`) holds for
+        /// it: answer `notModifiedHead(head)` instead (RFC 9111 4.3.2).
+        public var notModified = false
     }
 
     /// An upstream request the cache takes part in: what to add to it and what to do with its answer.
@@ -91,6 +94,21 @@ public struct ResponseCache {
         public let revalidates: Bool
         /// Registered for collapsing (and so its waiters must be released).
         public let collapses: Bool
+        /// A GET whose response may be stored.
+        public let stores: Bool
+
+        /// The request head's fields as sent upstream: a fill that may store, or validates a
+        /// stored response, drops the client's own `If-None-Match` and `If-Modified-Since` (a
+        /// 304 to the client's copy could not be stored, and the cache answers the client's
+        /// condition itself) and adds the stored response's validators.
+        public func upstreamHeaders(_ client: HTTPHeaders) -> HTTPHeaders {
+            guard stores || !conditionalFields.isEmpty else { return client }
+            var out = client
+            out.removeAll(name: "if-none-match")
+            out.removeAll(name: "if-modified-since")
+            for field in conditionalFields { out.append(name: field.name, value: field.value) }
+            return out
+        }
     }
 
     public enum Lookup: Sendable {
@@ -101,6 +119,8 @@ public struct ResponseCache {
         case wait(CacheKey)
         /// The cache takes no part; the response carries this status.
         case bypass(CacheStatus)
+        /// `Cache-Control: only-if-cached` and nothing usable stored: answer 504 (RFC 9111 5.2.1.7).
+        case onlyIfCached(CacheStatus)
     }
 
     public enum Outcome: Sendable {
@@ -117,6 +137,9 @@ public struct ResponseCache {
         public var outcome: Outcome
         public var status: CacheStatus
         public var waiters: Int
+        /// Stored or refreshed, and the filler's own conditional holds for it: answer it
+        /// `notModifiedHead` (its conditional was not sent upstream).
+        public var notModified = false
     }
 
     public let limits: Limits
@@ -152,15 +175,17 @@ public struct ResponseCache {
         let names = varyByURL[url]
         let key = CacheKey(url: url, variant: CacheKey.variant(names: names ?? [], request: request))
         let stores = request.method == .get
+        let asked = CacheControl(request.headers)
 
         guard let entry = entries.peek(key) else {
             counters.misses += 1
-            return claim(key, forward: names == nil ? .uriMiss : .varyMiss, revalidates: false, conditional: [],
-                         now: now, collapses: stores && joinFill, mayWait: joinFill)
+            let forward: CacheStatus.Forward = names == nil ? .uriMiss : .varyMiss
+            if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: "only-if-cached")) }
+            return claim(key, forward: forward, revalidates: false, conditional: [],
+                         now: now, stores: stores, collapses: stores && joinFill, mayWait: joinFill)
         }
         let age = entry.age(now: now)
         let lifetime = entry.lifetime
-        let asked = CacheControl(request.headers)
         let pragmaNoCache = request.headers.firstIndex(name: "cache-control") == nil
             && request.headers.listElements(name: "pragma").contains { $0.lowercased() == "no-cache" }
         // max-age=0 always revalidates (a browser's reload), though RFC 9111 would let an age-0 response through.
@@ -172,16 +197,19 @@ public struct ResponseCache {
             counters.hitBytes += entry.body.count
             entries.update(key, default: { entry }) { $0.hits += 1 }   // and the most recently used
             return .hit(Hit(head: Self.served(entry.head, age: age), body: entry.body,
-                            status: CacheStatus(hit: true, ttl: lifetime - age)))
+                            status: CacheStatus(hit: true, ttl: lifetime - age),
+                            notModified: Self.notModified(request: request, stored: entry.head)))
         }
+        let forward: CacheStatus.Forward = lifetime > age && !responseForces ? .request : .stale
+        if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: "only-if-cached")) }
         counters.revalidations += 1
-        return claim(key, forward: lifetime > age && !responseForces ? .request : .stale, revalidates: true,
+        return claim(key, forward: forward, revalidates: true,
                      conditional: Self.conditionalFields(for: entry.head.headers), now: now,
-                     collapses: stores && joinFill, mayWait: joinFill)
+                     stores: stores, collapses: stores && joinFill, mayWait: joinFill)
     }
 
-    private mutating func claim(_ key: CacheKey, forward: CacheStatus.Forward, revalidates: Bool,
-                                conditional: [CacheField], now: Int64, collapses: Bool, mayWait: Bool) -> Lookup {
+    private mutating func claim(_ key: CacheKey, forward: CacheStatus.Forward, revalidates: Bool, conditional: [CacheField],
+                                now: Int64, stores: Bool, collapses: Bool, mayWait: Bool) -> Lookup {
         if mayWait, let waiting = fills[key] {
             fills[key] = waiting + 1
             counters.collapsed += 1
@@ -189,7 +217,7 @@ public struct ResponseCache {
         }
         if collapses { fills[key] = 0 }
         return .forward(Fill(key: key, conditionalFields: conditional, requestTime: now, forward: forward,
-                             revalidates: revalidates, collapses: collapses))
+                             revalidates: revalidates, collapses: collapses, stores: stores))
     }
 
     /// The head as served: `Age` and `Content-Length` written afresh.
@@ -227,8 +255,10 @@ public struct ResponseCache {
             fresh.alwaysRevalidate = CacheControl(fresh.head.headers).noCache
             put(fill.key, fresh)
             counters.refreshed += 1
-            let hit = Hit(head: Self.served(fresh.head, age: fresh.age(now: now)), body: fresh.body, status: status)
-            return Completion(outcome: .refreshed(hit), status: status, waiters: waiters)
+            let notModified = Self.notModified(request: request, stored: fresh.head)
+            let hit = Hit(head: Self.served(fresh.head, age: fresh.age(now: now)), body: fresh.body, status: status,
+                          notModified: notModified)
+            return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
         }
         var head = response
         head.headers = Self.storableFields(response.headers)
@@ -251,7 +281,8 @@ public struct ResponseCache {
         counters.stores += 1
         status.stored = true
         purgeIfNeeded()
-        return Completion(outcome: .stored, status: status, waiters: waiters)
+        return Completion(outcome: .stored, status: status, waiters: waiters,
+                          notModified: Self.notModified(request: request, stored: head))
     }
 
     /// The fill's upstream request failed (no usable response): its waiters go upstream themselves.

@@ -44,3 +44,42 @@ public struct EntityTag: Sendable, Equatable, Hashable {
         return EntityTag(isWeak: weak, opaque: String(decoding: UnsafeRawBufferPointer(rebasing: b[i...]), as: UTF8.self))
     }
 }
+
+extension EntityTag {
+    /// An `If-None-Match` / `If-Match` value (RFC 9110 13.1.1, 13.1.2): `*` (nil tags), or a
+    /// comma-separated list of entity tags, read tag by tag since an opaque tag may hold a comma.
+    /// `.invalid` when anything else is there.
+    public enum Condition: Sendable, Equatable {
+        case any
+        case tags([EntityTag])
+        case invalid
+    }
+
+    public static func condition(_ value: String) -> Condition {
+        let b = Array(value.utf8)
+        var i = 0
+        func skipSeparators() { while i < b.count, b[i] == ByteClass.comma || ByteClass.isWhitespace(b[i]) { i += 1 } }
+        skipSeparators()
+        if i < b.count, b[i] == UInt8(ascii: "*") {
+            i += 1
+            skipSeparators()
+            return i == b.count ? .any : .invalid
+        }
+        var tags: [EntityTag] = []
+        while i < b.count {
+            let start = i
+            if b.count - i >= 2, b[i] == UInt8(ascii: "W"), b[i + 1] == UInt8(ascii: "/") { i += 2 }
+            guard i < b.count, b[i] == ByteClass.dquote else { return .invalid }
+            i += 1
+            while i < b.count, b[i] != ByteClass.dquote { i += 1 }
+            guard i < b.count else { return .invalid }
+            i += 1
+            guard let tag = b[start..<i].withUnsafeBytes({ parse($0) }) else { return .invalid }
+            tags.append(tag)
+            while i < b.count, ByteClass.isWhitespace(b[i]) { i += 1 }
+            guard i == b.count || b[i] == ByteClass.comma else { return .invalid }
+            skipSeparators()
+        }
+        return tags.isEmpty ? .invalid : .tags(tags)
+    }
+}

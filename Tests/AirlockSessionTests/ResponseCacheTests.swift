@@ -311,6 +311,76 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertTrue(f.revalidates)
     }
 
+    // MARK: the client's own conditionals (RFC 9111 4.3.2) and only-if-cached (5.2.1.7)
+
+    func testTheClientsConditionalIsAnsweredFromTheStoredResponse() throws {
+        var cache = ResponseCache()
+        fill(&cache, get(), ok(date0, "Cache-Control: max-age=60", "ETag: \"v1\"", lastModified), at: t0)
+        func notModified(_ fields: String...) throws -> Bool {
+            let request = requestHead((["GET /a HTTP/1.1", "Host: o.test"] + fields).joined(separator: "\r\n"))
+            return try XCTUnwrap(hit(cache.lookup(url: url, request: request, now: t0 + 1))).notModified
+        }
+        XCTAssertTrue(try notModified("If-None-Match: \"v0\", W/\"v1\""), "weak comparison")
+        XCTAssertTrue(try notModified("If-None-Match: *"))
+        XCTAssertFalse(try notModified("If-None-Match: \"v2\""))
+        XCTAssertFalse(try notModified("If-None-Match: \"v2\"", "If-Modified-Since: Thu, 26 Nov 2026 09:30:00 GMT"),
+                       "If-None-Match decides when present")
+        XCTAssertTrue(try notModified("If-Modified-Since: Thu, 26 Nov 2026 09:00:00 GMT"))
+        XCTAssertFalse(try notModified("If-Modified-Since: Thu, 26 Nov 2026 08:59:59 GMT"))
+        XCTAssertFalse(try notModified("If-Modified-Since: yesterday"), "an invalid date is ignored")
+        XCTAssertFalse(try notModified("If-None-Match: v1"), "an invalid tag list is ignored")
+        XCTAssertFalse(try notModified())
+
+        let served = try XCTUnwrap(hit(cache.lookup(url: url, request: get(), now: t0 + 1)))
+        let head = ResponseCache.notModifiedHead(served.head)
+        XCTAssertEqual(head.status, 304)
+        XCTAssertEqual(head.declaredFraming, .none)
+        XCTAssertEqual((0..<head.headers.count).map { head.headers.name(at: $0) }, ["Date", "Cache-Control", "ETag", "Age"],
+                       "no Content-Length, and no Last-Modified beside an ETag")
+        XCTAssertEqual(head.headers.values(name: "age"), ["1"])
+    }
+
+    func testAStoringFillSendsTheCachesConditionalsNotTheClients() throws {
+        var cache = ResponseCache()
+        let client = get("/a", "If-None-Match: \"v1\"", "If-Modified-Since: Thu, 26 Nov 2026 08:00:00 GMT", "Accept: */*")
+        let miss = try XCTUnwrap(forward(cache.lookup(url: url, request: client, now: t0)))
+        let up = miss.upstreamHeaders(client.headers)
+        XCTAssertEqual(up.values(name: "if-none-match"), [], "a 304 to the client's copy could not be stored")
+        XCTAssertEqual(up.values(name: "if-modified-since"), [])
+        XCTAssertEqual(up.values(name: "accept"), ["*/*"])
+        let done = cache.complete(miss, request: client, response: ok(date0, "Cache-Control: max-age=10", "ETag: \"v1\""),
+                                  body: [1], validated: true, now: t0)
+        XCTAssertTrue(isStored(done))
+        XCTAssertTrue(done.notModified, "the client's condition holds for what was stored: it gets a 304")
+
+        let stale = try XCTUnwrap(forward(cache.lookup(url: url, request: get("/a", "If-None-Match: \"v0\""), now: t0 + 20)))
+        XCTAssertEqual(stale.upstreamHeaders(get("/a", "If-None-Match: \"v0\"").headers).values(name: "if-none-match"), ["\"v1\""],
+                       "the stored validator replaces the client's")
+        _ = cache.abandon(stale)
+
+        let headClient = request("HEAD", "/b", "If-None-Match: \"x\"")
+        let headMiss = try XCTUnwrap(forward(cache.lookup(url: "http://o.test/b", request: headClient, now: t0)))
+        XCTAssertEqual(headMiss.upstreamHeaders(headClient.headers), headClient.headers,
+                       "a fill that stores nothing and validates nothing passes the request through")
+    }
+
+    func testOnlyIfCachedIs504WithoutAFreshStoredResponse() throws {
+        var cache = ResponseCache()
+        let asking = get("/a", "Cache-Control: only-if-cached")
+        guard case .onlyIfCached(let missing) = cache.lookup(url: url, request: asking, now: t0) else {
+            return XCTFail("expected only-if-cached")
+        }
+        XCTAssertEqual(missing.fieldValue, "Airlock; fwd=uri-miss; detail=only-if-cached")
+        XCTAssertEqual(cache.fillsInFlight, 0, "nothing goes upstream")
+        fill(&cache, get(), ok(date0, "Cache-Control: max-age=10"), at: t0)
+        XCTAssertNotNil(hit(cache.lookup(url: url, request: asking, now: t0 + 5)))
+        guard case .onlyIfCached(let stale) = cache.lookup(url: url, request: asking, now: t0 + 20) else {
+            return XCTFail("expected only-if-cached")
+        }
+        XCTAssertEqual(stale.fieldValue, "Airlock; fwd=stale; detail=only-if-cached")
+        XCTAssertEqual(cache.fillsInFlight, 0)
+    }
+
     // MARK: Vary (RFC 9111 4.1)
 
     func testVaryKeysVariantsByTheNamedRequestFields() throws {

@@ -46,6 +46,17 @@ final class FieldValueTests: XCTestCase {
         }
     }
 
+    func testConditionTagLists() throws {
+        let a = try XCTUnwrap(EntityTag(parsing: "\"a,b\""))
+        let c = try XCTUnwrap(EntityTag(parsing: "W/\"c\""))
+        XCTAssertEqual(EntityTag.condition("\"a,b\", W/\"c\""), .tags([a, c]), "a comma inside a tag does not split")
+        XCTAssertEqual(EntityTag.condition(" \"a,b\" ,,W/\"c\" "), .tags([a, c]))
+        XCTAssertEqual(EntityTag.condition("*"), .any)
+        for bad in ["", "*, \"a\"", "a", "\"a\" x", "\"open", "W/", "\"a\"\"b\"", ", ,"] {
+            XCTAssertEqual(EntityTag.condition(bad), .invalid, bad.debugDescription)
+        }
+    }
+
     func testHTTPDateAcceptsTheThreeFormsAsOneInstant() {
         let t: Int64 = 784_111_777   // 1994-11-06T08:49:37Z, RFC 9110's example
         XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), t)
