@@ -27,6 +27,66 @@ final class FieldValueTests: XCTestCase {
         }
     }
 
+    /// 50,000 seeded near-valid and random values: the parser accepts exactly what a regular
+    /// expression of RFC 9110 14.4's grammar (with the 18-digit cap and the ordering rules)
+    /// accepts, and reads the same numbers.
+    func testContentRangeAgreesWithTheGrammarOnGeneratedValues() throws {
+        let range = try Regex("^(?i:bytes) ([0-9]{1,18})-([0-9]{1,18})/([0-9]{1,18}|\\*)$")
+        let unsatisfied = try Regex("^(?i:bytes) \\*/([0-9]{1,18})$")
+        func oracle(_ s: String) -> ContentRange? {
+            if let m = s.wholeMatch(of: range), let first = UInt64(m.output[1].substring!), let last = UInt64(m.output[2].substring!) {
+                let lengthText = m.output[3].substring!
+                let length = lengthText == "*" ? nil : UInt64(lengthText)
+                guard first <= last, length.map({ last < $0 }) ?? true else { return nil }
+                return .bytes(first: first, last: last, completeLength: length)
+            }
+            if let m = s.wholeMatch(of: unsatisfied), let length = UInt64(m.output[1].substring!) {
+                return .unsatisfied(completeLength: length)
+            }
+            return nil
+        }
+        var state: UInt64 = 21   // SplitMix64: the same values every run
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        func number() -> String {
+            switch next() % 4 {
+            case 0: return String(next() % 10)
+            case 1: return String(next() % 100_000)
+            case 2: return "0" + String(next() % 1000)
+            default: return String(next() % 1_000_000_000_000_000_000)
+            }
+        }
+        let alphabet = Array("bytesBYTES 0123456789-/*,\t=".utf8)
+        var accepted = 0
+        for _ in 0..<50_000 {
+            var bytes: [UInt8]
+            if next() % 8 == 0 {
+                bytes = Array("bytes */\(number())".utf8)
+            } else {
+                bytes = Array("bytes \(number())-\(number())/\(next() % 3 == 0 ? "*" : number())".utf8)
+            }
+            for _ in 0..<(next() % 3) where !bytes.isEmpty {   // 0-2 random edits
+                let at = Int(next() % UInt64(bytes.count))
+                switch next() % 3 {
+                case 0: bytes[at] = alphabet[Int(next() % UInt64(alphabet.count))]
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(alphabet[Int(next() % UInt64(alphabet.count))], at: at)
+                }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let parsed = ContentRange(parsing: text)
+            XCTAssertEqual(parsed, oracle(text), text.debugDescription)
+            if parsed != nil { accepted += 1 }
+        }
+        XCTAssertGreaterThan(accepted, 5_000, "the generator reaches the accepting side too")
+        XCTAssertLessThan(accepted, 40_000, "and the refusing side")
+    }
+
     func testEntityTags() throws {
         let strong = try XCTUnwrap(EntityTag(parsing: "\"xyzzy\""))
         let weak = try XCTUnwrap(EntityTag(parsing: "W/\"xyzzy\""))
