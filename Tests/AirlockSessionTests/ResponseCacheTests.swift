@@ -505,6 +505,78 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertNotNil(forward(cache.lookup(url: url, request: get(), now: t0)), "and the next miss is a fill again")
     }
 
+    /// 20,000 seeded random operations (lookups of 40 URLs in three variants, GET and HEAD,
+    /// answers of every kind, aborted fills, invalidations, removals, time passing): after each,
+    /// the stored bytes equal the entries' sum and stay within `memory`, no entry passes
+    /// `max_object`, and every fill's waiters are released exactly once.
+    func testInvariantsHoldOverRandomOperations() {
+        let limits = ResponseCache.Limits(memory: 40_000, purgeTo: 25_000, maxObject: 6_000)
+        var cache = ResponseCache(limits: limits)
+        var state: UInt64 = 9111
+        func next(_ n: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(n))
+        }
+        var now = t0
+        var pending: [(ResponseCache.Fill, RequestHead)] = []
+        var waiting: [CacheKey: Int] = [:]
+        var released = 0, waited = 0
+        for step in 0..<20_000 {
+            switch next(10) {
+            case 0...3:
+                var fields = ["\(next(2) == 0 ? "GET" : "HEAD") /u\(next(40)) HTTP/1.1", "Host: o.test"]
+                if next(3) > 0 { fields.append("Accept-Encoding: \(["gzip", "br"][next(2)])") }
+                if next(10) == 0 { fields.append("Cache-Control: no-cache") }
+                let request = requestHead(fields.joined(separator: "\r\n"))
+                switch cache.lookup(url: CacheKey.url(scheme: .http, request: request)!, request: request, now: now) {
+                case .forward(let fill): pending.append((fill, request))
+                case .wait(let key):
+                    waiting[key, default: 0] += 1
+                    waited += 1
+                case .hit(let hit): XCTAssertEqual(hit.head.headers.first(.contentLength), String(hit.body.count))
+                case .bypass, .onlyIfCached: XCTFail("no Range, no only-if-cached here")
+                }
+            case 4...7 where !pending.isEmpty:
+                let (fill, request) = pending.remove(at: next(pending.count))
+                var lines = [next(6) == 0 ? "HTTP/1.1 304 Not Modified" : "HTTP/1.1 200 OK"]   // no Date: received now
+                lines.append(["Cache-Control: max-age=\(next(120))", "Cache-Control: no-store", "Expires: 0", "ETag: \"e\(next(3))\""][next(4)])
+                if next(2) == 0 { lines.append("Vary: Accept-Encoding") }
+                if next(12) == 0 { lines.append("Set-Cookie: s=1") }
+                let body = [UInt8](repeating: 1, count: next(7_000))
+                let done = cache.complete(fill, request: request, response: responseHead(lines.joined(separator: "\r\n")),
+                                          body: body, validated: next(8) > 0, now: now)
+                XCTAssertEqual(done.waiters, fill.collapses ? waiting.removeValue(forKey: fill.key) ?? 0 : 0, "step \(step)")
+                released += done.waiters
+            case 8 where !pending.isEmpty:
+                let (fill, _) = pending.remove(at: next(pending.count))
+                let n = cache.abandon(fill)
+                XCTAssertEqual(n, fill.collapses ? waiting.removeValue(forKey: fill.key) ?? 0 : 0, "step \(step)")
+                released += n
+            case 8:
+                cache.invalidate(method: .post, url: "http://o.test/u\(next(40))", response: responseHead("HTTP/1.1 204 No Content"))
+            default:
+                if next(50) == 0 { cache.remove(url: next(2) == 0 ? nil : "http://o.test/u\(next(40))") }
+                now += Int64(next(5))
+            }
+            let rows = cache.listing(now: now)
+            XCTAssertEqual(cache.bytes, rows.map(\.bytes).reduce(0, +), "step \(step)")
+            XCTAssertLessThanOrEqual(cache.bytes, limits.memory, "step \(step)")
+            XCTAssertEqual(cache.count, rows.count)
+            XCTAssertTrue(rows.allSatisfy { $0.bytes <= limits.maxObject }, "step \(step)")
+            XCTAssertEqual(cache.fillsInFlight, pending.filter(\.0.collapses).count, "step \(step)")
+        }
+        for (fill, _) in pending { released += cache.abandon(fill) }
+        XCTAssertEqual(cache.fillsInFlight, 0)
+        XCTAssertEqual(released, waited, "every waiter released exactly once")
+        XCTAssertGreaterThan(cache.counters.hits, 100)
+        XCTAssertGreaterThan(cache.counters.evictions, 10)
+        XCTAssertGreaterThan(cache.counters.refreshed, 10)
+        XCTAssertGreaterThan(waited, 100)
+    }
+
     // MARK: Cache-Status (RFC 9211)
 
     func testCacheStatusFieldValues() {
