@@ -62,6 +62,7 @@ extension AirlockConfig {
             }
             if let request = route.request { lines += Self.renderRequestYAML(request) }
             if let response = route.response { lines += Self.renderResponseYAML(response) }
+            lines += Self.renderDownloadsYAML(route)
         }
         return lines.joined(separator: "\n") + "\n"
     }

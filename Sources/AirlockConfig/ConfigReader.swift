@@ -25,6 +25,7 @@ struct ConfigReader {
     ]
     static let routeKeys = [
         "name", "match", "upstream", "connect", "connect_ports", "egress", "security", "request", "response",
+        "resume", "cache",
     ]
     static let egressKeys = ["allow", "deny"]
     static let matchKeys = ["host", "path_prefix", "port"]
@@ -166,6 +167,8 @@ struct ConfigReader {
         if let node = fields["response"] {
             route.response = readResponse(node, at: path + ".response")
         }
+        if let node = fields["resume"], let resume = readResume(node, at: path + ".resume") { route.resume = resume }
+        if let node = fields["cache"] { route.cache = readCache(node, at: path + ".cache") }
         return route
     }
 

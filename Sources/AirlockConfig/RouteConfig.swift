@@ -31,6 +31,10 @@ public struct RouteConfig: Sendable, Equatable {
     }
     /// Built once from `response`, so a request on a route without one costs a nil check.
     public private(set) var validator: (any ResponseValidator)?
+    /// `resume:`: GET downloads cut mid-body continued with a range request (on by default).
+    public var resume = ResumeConfig()
+    /// `cache:`: the route's in-memory response cache; nil (the default) caches nothing.
+    public var cache: CacheConfig?
 
     public init(name: String, host: HostPattern, pathPrefix: String? = nil, upstream: Upstream,
                 security: RouteSecurity = .default, request: RequestSerializationConfig? = nil,
@@ -77,5 +81,6 @@ public struct RouteConfig: Sendable, Equatable {
         a.name == b.name && a.host == b.host && a.pathPrefix == b.pathPrefix && a.port == b.port && a.upstream == b.upstream
             && a.connect == b.connect && a.connectPorts == b.connectPorts && a.egress == b.egress
             && a.security == b.security && a.request == b.request && a.response == b.response
+            && a.resume == b.resume && a.cache == b.cache
     }
 }

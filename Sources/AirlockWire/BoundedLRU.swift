@@ -6,12 +6,13 @@
 public struct BoundedLRU<Key: Hashable, Value> {
     public let capacity: Int
     private var index: [Key: Int] = [:]
-    private var keys: [Key?] = []
-    private var values: [Value?] = []
+    fileprivate var keys: [Key?] = []
+    fileprivate var values: [Value?] = []
     private var prev: [Int] = []
     private var next: [Int] = []
     private var head = -1   // most recent
     private var tail = -1   // least recent
+    fileprivate var tailIndex: Int? { tail >= 0 ? tail : nil }
     private var free: [Int] = []
 
     public init(capacity: Int) {
@@ -121,5 +122,21 @@ public struct BoundedLRU<Key: Hashable, Value> {
         if head >= 0 { prev[head] = i }
         head = i
         if tail < 0 { tail = i }
+    }
+}
+
+extension BoundedLRU {
+    /// The least recently used entry, without changing the order.
+    public var leastRecent: (key: Key, value: Value)? {
+        tailIndex.map { (keys[$0]!, values[$0]!) }
+    }
+
+    /// Forgets the least recently used entry and returns it; nil when empty. A cache bounded by
+    /// bytes rather than by count (AirlockSession's `ResponseCache`) purges with it.
+    @discardableResult
+    public mutating func removeLeastRecent() -> (key: Key, value: Value)? {
+        guard let oldest = leastRecent else { return nil }
+        remove(oldest.key)
+        return oldest
     }
 }

@@ -26,6 +26,8 @@ final class ConfigDocumentationTests: XCTestCase {
         ("routes[].request.headers.NAME", ConfigReader.secretHeaderKeys),
         ("routes[].request.override_headers.NAME", ConfigReader.secretHeaderKeys),
         ("routes[].response", ConfigReader.responseKeys),
+        ("routes[].resume", ConfigReader.resumeKeys),
+        ("routes[].cache", ConfigReader.cacheKeys),
     ]
 
     /// Every key path the reader accepts.

@@ -51,3 +51,21 @@ final class BoundedLRUTests: XCTestCase {
         XCTAssertEqual(lru.entries.map(\.0), ["w", "z", "y"])
     }
 }
+
+extension BoundedLRUTests {
+    /// A cache bounded by bytes purges the least recently used entry first, whatever was read since.
+    func testRemoveLeastRecentTakesTheOldestFirst() {
+        var lru = BoundedLRU<String, Int>(capacity: 10)
+        XCTAssertNil(lru.removeLeastRecent())
+        for (i, k) in ["a", "b", "c"].enumerated() { lru.update(k, default: { i }) { _ in } }
+        _ = lru.get("a")
+        XCTAssertEqual(lru.leastRecent?.key, "b")
+        XCTAssertEqual(lru.removeLeastRecent()?.key, "b")
+        XCTAssertEqual(lru.removeLeastRecent()?.value, 2)
+        XCTAssertEqual(lru.entries.map(\.0), ["a"])
+        XCTAssertEqual(lru.removeLeastRecent()?.key, "a")
+        XCTAssertEqual(lru.count, 0)
+        lru.update("d", default: { 9 }) { _ in }
+        XCTAssertEqual(lru.leastRecent?.key, "d", "the order starts over after emptying")
+    }
+}

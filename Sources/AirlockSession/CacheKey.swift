@@ -1,0 +1,66 @@
+public import AirlockWire
+
+/// Where a stored response lives: the request's absolute URL (GET and HEAD share it, RFC 9111
+/// 2) and the variant, the values of the request fields the response's `Vary` names (4.1).
+public struct CacheKey: Sendable, Hashable {
+    public let url: String
+    /// "" without `Vary`; otherwise `name=value` per named field, NUL-separated, absent fields
+    /// told apart from empty ones.
+    public let variant: String
+    /// Hashed once: a lookup and its fill use a key in several tables, and hashing the URL
+    /// each time was the miss path's largest cost (perf: `Hasher.combine` 10 %, with retains).
+    private let hash: Int
+
+    public init(url: String, variant: String = "") {
+        self.url = url
+        self.variant = variant
+        var hasher = Hasher()
+        hasher.combine(url)
+        hasher.combine(variant)
+        self.hash = hasher.finalize()
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+    public static func == (a: CacheKey, b: CacheKey) -> Bool {
+        a.hash == b.hash && a.url == b.url && a.variant == b.variant
+    }
+
+    /// `scheme://host[:port]path?query`: scheme and host lower-cased, the default port left
+    /// out, so `http://A.test:80/x` and `/x` with `Host: a.test` are one URL. Nil for CONNECT's
+    /// authority-form and OPTIONS `*`.
+    public static func url(scheme: Scheme, request: RequestHead) -> String? {
+        switch request.target {
+        case .origin(let path):
+            return absolute(scheme: scheme, host: request.host, port: request.port, path: path)
+        case .absolute(let s, let host, let port, let path):
+            return absolute(scheme: s, host: host, port: port, path: path)
+        case .authority, .asterisk:
+            return nil
+        }
+    }
+
+    static func absolute(scheme: Scheme, host: String, port: UInt16?, path: String) -> String {
+        var out = scheme.rawValue + "://" + host.lowercased()
+        if let port, port != scheme.defaultPort { out += ":\(port)" }
+        return out + path
+    }
+
+    /// The `scheme://host[:port]` part of a URL built by `url(scheme:request:)`.
+    static func origin(of url: String) -> Substring {
+        let afterScheme = url.firstIndex(of: ":").map { url.index($0, offsetBy: 3, limitedBy: url.endIndex) ?? url.endIndex }
+            ?? url.startIndex
+        let rest = url[afterScheme...]
+        return url[..<(rest.firstIndex { $0 == "/" || $0 == "?" } ?? url.endIndex)]
+    }
+
+    /// The variant of `request` for a response that varies on `names` (lower-case): each
+    /// field's lines combined with ", " (RFC 9110 5.3), absent marked apart from empty.
+    static func variant(names: [String], request: RequestHead) -> String {
+        guard !names.isEmpty else { return "" }
+        return names.map { name in
+            let values = request.headers.values(name: name)
+            return values.isEmpty ? name + "\u{1}" : name + "=" + values.joined(separator: ", ")
+        }.joined(separator: "\u{0}")
+    }
+}

@@ -1,0 +1,59 @@
+/// The `Cache-Status` response field's member for Airlock (RFC 9211): whether the response came
+/// from the cache (`hit`) or why the request went forward (`fwd`), and what happened then.
+///
+///     Airlock; hit; ttl=42
+///     Airlock; fwd=uri-miss; stored
+///     Airlock; fwd=stale; fwd-status=304
+///     Airlock; fwd=uri-miss; detail=set-cookie
+public struct CacheStatus: Sendable, Equatable {
+    /// The cache's name in the field.
+    public static let cacheName = "Airlock"
+
+    /// RFC 9211 2.2's `fwd` values Airlock uses.
+    public enum Forward: String, Sendable, Equatable {
+        case bypass = "bypass"        // the cache takes no part (a Range request)
+        case method = "method"        // the method is not GET or HEAD
+        case uriMiss = "uri-miss"     // nothing stored for the URL
+        case varyMiss = "vary-miss"   // stored for the URL, not for these request fields
+        case miss = "miss"
+        case request = "request"      // a fresh response, but the request asked for validation
+        case stale = "stale"          // a stored response, stale
+    }
+
+    public var hit = false
+    public var fwd: Forward?
+    /// The status the next hop answered a forwarded request with.
+    public var fwdStatus: Int?
+    /// Seconds of freshness left (a hit).
+    public var ttl: Int64?
+    /// The forwarded response was stored.
+    public var stored = false
+    /// The request waited for another's fill (request collapsing).
+    public var collapsed = false
+    /// A short token: why a response was not stored.
+    public var detail: String?
+
+    public init(hit: Bool = false, fwd: Forward? = nil, fwdStatus: Int? = nil, ttl: Int64? = nil,
+                stored: Bool = false, collapsed: Bool = false, detail: String? = nil) {
+        self.hit = hit
+        self.fwd = fwd
+        self.fwdStatus = fwdStatus
+        self.ttl = ttl
+        self.stored = stored
+        self.collapsed = collapsed
+        self.detail = detail
+    }
+
+    /// The list member, parameters in RFC 9211's order.
+    public var fieldValue: String {
+        var out = Self.cacheName
+        if hit { out += "; hit" }
+        if let fwd { out += "; fwd=\(fwd.rawValue)" }
+        if let fwdStatus { out += "; fwd-status=\(fwdStatus)" }
+        if let ttl { out += "; ttl=\(ttl)" }
+        if stored { out += "; stored" }
+        if collapsed { out += "; collapsed" }
+        if let detail { out += "; detail=\(detail)" }
+        return out
+    }
+}

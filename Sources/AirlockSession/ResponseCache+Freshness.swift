@@ -1,0 +1,189 @@
+public import AirlockWire
+
+/// RFC 9111's rules for one response, with no state: may a shared cache store it (3, 3.5),
+/// how long it is fresh (4.2.1), how old it is (4.2.3), how a stale one is validated (4.3.1)
+/// and how a 304 freshens it (4.3.4).
+extension ResponseCache {
+    /// Statuses a cache may store without explicit freshness (RFC 9110 15.1's "heuristically
+    /// cacheable"), though with no heuristic configured they are stored only to be revalidated.
+    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// Why a response is not stored; nil when a shared cache may store it. The rules, in order:
+    /// - GET only: a HEAD response has no body to serve a later GET (a HEAD is served from a
+    ///   stored GET instead); other methods are not cached.
+    /// - a final status the cache understands: not 1xx, not 206 (partial content is not
+    ///   stored) and not 304 (it freshens a stored response instead);
+    /// - no `no-store` in the request or the response;
+    /// - not `private` (a shared cache);
+    /// - a request with `Authorization` only if the response says `public`, `s-maxage` or
+    ///   `must-revalidate` (3.5);
+    /// - no `Set-Cookie`: RFC 9111 allows storing it (7.3), but a shared cache replaying one
+    ///   client's cookie to every other client leaks a session; nginx and Varnish refuse it
+    ///   by default for the same reason, and so does Airlock;
+    /// - not `Vary: *` (it never matches a later request, 4.1);
+    /// - explicit freshness (`s-maxage`, `max-age`, `Expires`), `public`, or a heuristically
+    ///   cacheable status;
+    /// - and something to gain: a freshness lifetime above 0 or a validator to revalidate with.
+    public static func refusal(request: RequestHead, response: ResponseHead, heuristicPercent: Int? = nil) -> CacheRefusal? {
+        guard request.method == .get else { return .method }
+        guard response.status >= 200, response.status != 206, response.status != 304 else { return .status }
+        let rcc = CacheControl(response.headers)
+        let qcc = CacheControl(request.headers)
+        if rcc.noStore || qcc.noStore { return .noStore }
+        if rcc.isPrivate { return .private }
+        if request.headers.firstIndex(name: "authorization") != nil, !(rcc.isPublic || rcc.sMaxAge != nil || rcc.mustRevalidate) {
+            return .authorization
+        }
+        if response.headers.firstIndex(name: "set-cookie") != nil { return .setCookie }
+        if response.headers.listElements(name: "vary").contains("*") { return .varyStar }
+        let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || response.headers.firstIndex(name: "expires") != nil
+        guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
+        let lifetime = freshnessLifetime(response, responseTime: 0, heuristicPercent: heuristicPercent)
+        if lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
+        return nil
+    }
+
+    /// Freshness lifetime in seconds for a shared cache (4.2.1): `s-maxage`, else `max-age`,
+    /// else `Expires` minus `Date` (an invalid or repeated `Expires` means already expired; no
+    /// `Date` counts as `responseTime`), else the heuristic when configured (that percent of
+    /// `Date` minus `Last-Modified`, 4.2.2) for a heuristically cacheable status, else 0.
+    public static func freshnessLifetime(_ response: ResponseHead, responseTime: Int64, heuristicPercent: Int? = nil) -> Int64 {
+        let cc = CacheControl(response.headers)
+        if let s = cc.sMaxAge { return s }
+        if let m = cc.maxAge { return m }
+        let date = dateValue(response.headers, responseTime: responseTime)
+        let expires = response.headers.values(name: "expires")
+        if !expires.isEmpty {
+            guard expires.count == 1, let at = HTTPDate.parse(expires[0]) else { return 0 }
+            return max(0, at - date)
+        }
+        if let percent = heuristicPercent, heuristicallyCacheable.contains(response.status),
+           let text = response.headers.first(name: "last-modified"), let modified = HTTPDate.parse(text), modified < date {
+            return (date - modified) * Int64(percent) / 100
+        }
+        return 0
+    }
+
+    /// The `Date` field's time, or `responseTime` when it is absent or invalid.
+    static func dateValue(_ headers: HTTPHeaders, responseTime: Int64) -> Int64 {
+        headers.first(.date).flatMap(HTTPDate.parse) ?? responseTime
+    }
+
+    /// `current_age` (4.2.3):
+    ///
+    ///     apparent_age          = max(0, response_time - date_value)
+    ///     corrected_age_value   = age_value + (response_time - request_time)
+    ///     corrected_initial_age = max(apparent_age, corrected_age_value)
+    ///     current_age           = corrected_initial_age + (now - response_time)
+    ///
+    /// `age_value` is the first member of `Age` (an invalid one is ignored, 5.1).
+    public static func currentAge(_ headers: HTTPHeaders, requestTime: Int64, responseTime: Int64, now: Int64) -> Int64 {
+        initialAge(headers, requestTime: requestTime, responseTime: responseTime) + max(0, now - responseTime)
+    }
+
+    /// `corrected_initial_age`, kept with a stored response (whose stored head has no `Age`).
+    static func initialAge(_ headers: HTTPHeaders, requestTime: Int64, responseTime: Int64) -> Int64 {
+        let apparent = max(0, responseTime - dateValue(headers, responseTime: responseTime))
+        let correctedAgeValue = ageValue(headers) + max(0, responseTime - requestTime)
+        return max(apparent, correctedAgeValue)
+    }
+
+    static func ageValue(_ headers: HTTPHeaders) -> Int64 {
+        guard let first = headers.listElements(name: "age").first, !first.isEmpty,
+              first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else { return 0 }
+        return CacheControl.delta(first)
+    }
+
+    static func hasValidator(_ headers: HTTPHeaders) -> Bool {
+        headers.firstIndex(name: "etag") != nil || headers.firstIndex(name: "last-modified") != nil
+    }
+
+    /// The fields of a conditional request validating a stored response (4.3.1): its entity tag
+    /// in `If-None-Match` and its `Last-Modified` in `If-Modified-Since`, whichever it has.
+    public static func conditionalFields(for stored: HTTPHeaders) -> [CacheField] {
+        var out: [CacheField] = []
+        if let tag = stored.first(name: "etag") { out.append(CacheField(name: "If-None-Match", value: tag)) }
+        if let modified = stored.first(name: "last-modified") { out.append(CacheField(name: "If-Modified-Since", value: modified)) }
+        return out
+    }
+
+    /// Whether the client's own conditional holds for a stored response (RFC 9111 4.3.2, RFC
+    /// 9110 13.2.2): `If-None-Match` decides when present (`*`, or a tag weakly matching the
+    /// stored `ETag`); otherwise `If-Modified-Since` holds when the stored `Last-Modified` (or,
+    /// without one, its `Date`) is not later. An invalid condition is ignored.
+    public static func notModified(request: RequestHead, stored: ResponseHead) -> Bool {
+        guard request.method == .get || request.method == .head else { return false }
+        let inm = request.headers.values(name: "if-none-match")
+        if !inm.isEmpty {
+            switch EntityTag.condition(inm.joined(separator: ", ")) {
+            case .any: return true
+            case .tags(let tags):
+                guard let mine = stored.headers.first(name: "etag").flatMap(EntityTag.init(parsing:)) else { return false }
+                return tags.contains { $0.weakMatch(mine) }
+            case .invalid: return false
+            }
+        }
+        guard let since = request.headers.first(name: "if-modified-since").flatMap(HTTPDate.parse) else { return false }
+        let modified = stored.headers.first(name: "last-modified").flatMap(HTTPDate.parse) ?? stored.headers.first(.date).flatMap(HTTPDate.parse)
+        guard let modified else { return false }
+        return modified <= since
+    }
+
+    /// The 304 for a client whose condition holds (RFC 9110 15.4.5): the stored response's
+    /// `Cache-Control`, `Content-Location`, `Date`, `ETag`, `Expires`, `Vary` and `Age` (and
+    /// `Last-Modified` when it has no `ETag`), no body.
+    public static func notModifiedHead(_ served: ResponseHead) -> ResponseHead {
+        var kept: Set<String> = ["cache-control", "content-location", "date", "etag", "expires", "vary", "age"]
+        if served.headers.firstIndex(name: "etag") == nil { kept.insert("last-modified") }
+        var headers = HTTPHeaders()
+        for i in 0..<served.headers.count where kept.contains(served.headers.name(at: i).lowercased()) {
+            headers.append(name: served.headers.name(at: i), value: served.headers.value(at: i))
+        }
+        return ResponseHead(version: served.version, status: 304, reason: "Not Modified", headers: headers,
+                            keepAlive: served.keepAlive, declaredFraming: .none)
+    }
+
+    /// Whether a 304 is about this stored response (4.3.4): the same entity tag when the 304
+    /// has one, else the same `Last-Modified` when it has one, else yes.
+    static func notModifiedMatches(_ notModified: HTTPHeaders, stored: HTTPHeaders) -> Bool {
+        if let tagText = notModified.first(name: "etag") {
+            guard let tag = EntityTag(parsing: tagText), let mine = stored.first(name: "etag").flatMap(EntityTag.init(parsing:)) else {
+                return false
+            }
+            return tag.weakMatch(mine) && tag.isWeak == mine.isWeak
+        }
+        if let modified = notModified.first(name: "last-modified") {
+            return stored.first(name: "last-modified").flatMap(HTTPDate.parse) == HTTPDate.parse(modified)
+        }
+        return true
+    }
+
+    /// A stored head freshened by a 304 (3.2, 4.3.4): every field the 304 carries replaces all
+    /// of that name, except `Content-Length` and the fields a cache never stores.
+    static func freshened(_ stored: HTTPHeaders, with notModified: HTTPHeaders) -> HTTPHeaders {
+        let fields = storableFields(notModified)
+        var out = stored
+        var replaced: Set<String> = []
+        for i in 0..<fields.count {
+            let name = fields.name(at: i)
+            if replaced.insert(name.lowercased()).inserted { out.removeAll(name: name) }
+        }
+        for i in 0..<fields.count { out.append(name: fields.name(at: i), value: fields.value(at: i)) }
+        return out
+    }
+
+    /// The fields a cache keeps (3.1): not the hop-by-hop ones (`Connection` and what it names,
+    /// `Keep-Alive`, `TE`, `Transfer-Encoding`, …), not `Content-Length` (the stored body's
+    /// own length is written when served) and not `Age` (computed when served).
+    static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
+        let connection = headers.tokens(.connection)
+        var out = HTTPHeaders()
+        for i in 0..<headers.count where !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) {
+            let name = headers.name(at: i)
+            if name.lowercased() == "age" { continue }
+            out.append(name: name, value: headers.value(at: i))
+        }
+        return out
+    }
+}

@@ -1,0 +1,438 @@
+public import AirlockWire
+
+/// A shared HTTP cache in memory (RFC 9111) for a route's GET and HEAD requests (issue #21), as
+/// pure bookkeeping: no I/O, no clock of its own (every call takes `now`, seconds since the
+/// epoch), so the executor asks and acts, and every rule is tested without a socket.
+///
+/// - Keys: the absolute URL (GET and HEAD share it) and the variant of the request fields the
+///   stored response's `Vary` names (`CacheKey`). One `Vary` list per URL, the latest stored:
+///   a response varying on other fields replaces the URL's variants.
+/// - Lookup (`lookup`): a fresh response is a hit (`Age` set); a stale one, or any when the
+///   request says `no-cache` / `max-age=0` (or the response said `no-cache`), is revalidated
+///   with `If-None-Match` / `If-Modified-Since`; a miss goes upstream. Requests with `Range`
+///   bypass the cache; other methods are `fwd=method`.
+/// - Request collapsing: the first forward for a key is its fill; lookups of that key meanwhile
+///   `wait`. When the fill ends (`complete`, `abandon`) its waiters are told how many they
+///   were: after a store they look up again (and hit), otherwise they go upstream themselves
+///   (`lookup(…, joinFill: false)`), never waiting on each other in turn.
+/// - Storing (`complete`): only what `refusal(request:response:)` allows, what the caller says
+///   passed the route's validation, and at most `maxObject` bytes; a 304 freshens the stored
+///   response (4.3.4).
+/// - Unsafe methods invalidate (`invalidate`, 4.4).
+/// - Memory (AFAutoPurgingImageCache): once the stored bytes pass `memory`, the least recently
+///   used entries go until they are at most `purgeTo`.
+public struct ResponseCache {
+    public struct Limits: Sendable, Equatable {
+        /// Bytes stored before a purge.
+        public var memory: Int
+        /// Bytes left after a purge.
+        public var purgeTo: Int
+        /// The largest entry stored.
+        public var maxObject: Int
+
+        public init(memory: Int = 100 << 20, purgeTo: Int = 60 << 20, maxObject: Int = 4 << 20) {
+            self.memory = memory
+            self.purgeTo = purgeTo
+            self.maxObject = maxObject
+        }
+    }
+
+    public struct Counters: Sendable, Equatable {
+        public var hits = 0
+        public var hitBytes = 0        // body bytes served from memory
+        public var misses = 0
+        public var revalidations = 0   // forwards of a stored response, conditional when it had a validator
+        public var refreshed = 0       // ... answered 304 and freshened
+        public var stores = 0
+        public var evictions = 0       // purged for memory
+        public var invalidations = 0   // removed by an unsafe method or by DELETE /cache
+        public var collapsed = 0       // lookups that waited for another's fill
+        public init() {}
+    }
+
+    /// One stored response.
+    public struct Entry: Sendable {
+        /// The stored head: no hop-by-hop fields, no `Age`, `Content-Length` of `body`.
+        public var head: ResponseHead
+        public var body: [UInt8]
+        public var requestTime: Int64
+        public var responseTime: Int64
+        /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
+        public var initialAge: Int64
+        /// Freshness lifetime (4.2.1), computed when stored or freshened.
+        public var lifetime: Int64
+        /// The response said `no-cache`: never served without revalidation.
+        public var alwaysRevalidate: Bool
+        public var hits = 0
+        /// Bytes counted against `memory`: the body and the head's fields.
+        public var bytes: Int
+
+        /// `current_age` at `now`.
+        public func age(now: Int64) -> Int64 { initialAge + max(0, now - responseTime) }
+    }
+
+    /// A response served from memory.
+    public struct Hit: Sendable {
+        /// The stored head with `Age` set (and `Content-Length` of the body).
+        public var head: ResponseHead
+        public var body: [UInt8]
+        public var status: CacheStatus
+        /// The client's own conditional (`If-None-Match`, else `If-Modified-Since`) holds for
+        /// it: answer `notModifiedHead(head)` instead (RFC 9111 4.3.2).
+        public var notModified = false
+    }
+
+    /// An upstream request the cache takes part in: what to add to it and what to do with its answer.
+    public struct Fill: Sendable, Equatable {
+        public let key: CacheKey
+        /// `If-None-Match` / `If-Modified-Since` of the stored response (empty for a miss).
+        public let conditionalFields: [CacheField]
+        public let requestTime: Int64
+        /// Why it goes forward (`Cache-Status`'s `fwd`).
+        public let forward: CacheStatus.Forward
+        /// A stored response is being validated.
+        public let revalidates: Bool
+        /// Registered for collapsing (and so its waiters must be released).
+        public let collapses: Bool
+        /// A GET whose response may be stored.
+        public let stores: Bool
+
+        /// The request head's fields as sent upstream: a fill that may store, or validates a
+        /// stored response, drops the client's own `If-None-Match` and `If-Modified-Since` (a
+        /// 304 to the client's copy could not be stored, and the cache answers the client's
+        /// condition itself) and adds the stored response's validators.
+        public func upstreamHeaders(_ client: HTTPHeaders) -> HTTPHeaders {
+            guard stores || !conditionalFields.isEmpty else { return client }
+            var out = client
+            out.removeAll(name: "if-none-match")
+            out.removeAll(name: "if-modified-since")
+            for field in conditionalFields { out.append(name: field.name, value: field.value) }
+            return out
+        }
+    }
+
+    public enum Lookup: Sendable {
+        case hit(Hit)
+        /// Go upstream with `fill.conditionalFields` added; then `complete` or `abandon`.
+        case forward(Fill)
+        /// Another request is filling this key: wait for it, then look up again.
+        case wait(CacheKey)
+        /// The cache takes no part; the response carries this status.
+        case bypass(CacheStatus)
+        /// `Cache-Control: only-if-cached` and nothing usable stored: answer 504 (RFC 9111 5.2.1.7).
+        case onlyIfCached(CacheStatus)
+    }
+
+    public enum Outcome: Sendable {
+        case stored
+        case notStored(CacheRefusal)
+        /// A 304 freshened the stored response: serve it.
+        case refreshed(Hit)
+    }
+
+    /// `complete`'s answer: what became of the response, the filler's `Cache-Status`, and how
+    /// many requests waited (after `stored`/`refreshed` they look up again; otherwise they go
+    /// upstream with `joinFill: false`).
+    public struct Completion: Sendable {
+        public var outcome: Outcome
+        public var status: CacheStatus
+        public var waiters: Int
+        /// Stored or refreshed, and the filler's own conditional holds for it: answer it
+        /// `notModifiedHead` (its conditional was not sent upstream).
+        public var notModified = false
+    }
+
+    public let limits: Limits
+    /// Heuristic freshness (RFC 9111 4.2.2), percent of `Date` − `Last-Modified`; nil: none.
+    public let heuristicPercent: Int?
+    public private(set) var counters = Counters()
+    /// Bytes stored (entries' `bytes`), at most `limits.memory` after every call.
+    public private(set) var bytes = 0
+
+    private var entries = BoundedLRU<CacheKey, Entry>(capacity: Int.max)
+    private var varyByURL: [String: [String]] = [:]
+    private var keysByURL: [String: Set<CacheKey>] = [:]
+    /// Keys being filled, and how many lookups wait on each.
+    private var fills: [CacheKey: Int] = [:]
+
+    public init(limits: Limits = Limits(), heuristicPercent: Int? = nil) {
+        self.limits = limits
+        self.heuristicPercent = heuristicPercent
+    }
+
+    public var count: Int { entries.count }
+
+    /// Keys with a fill in flight.
+    public var fillsInFlight: Int { fills.count }
+
+    // MARK: lookup
+
+    /// What to do with a request for `url` (from `CacheKey.url`). `joinFill: false` for a
+    /// request released by a fill that stored nothing: it goes upstream on its own.
+    public mutating func lookup(url: String, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
+        guard request.method == .get || request.method == .head else { return .bypass(CacheStatus(fwd: .method)) }
+        guard request.headers.firstIndex(name: "range") == nil else { return .bypass(CacheStatus(fwd: .bypass)) }
+        let names = varyByURL[url]
+        let key = CacheKey(url: url, variant: CacheKey.variant(names: names ?? [], request: request))
+        let stores = request.method == .get
+        let asked = CacheControl(request.headers)
+
+        guard let entry = entries.peek(key) else {
+            counters.misses += 1
+            let forward: CacheStatus.Forward = names == nil ? .uriMiss : .varyMiss
+            if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: "only-if-cached")) }
+            return claim(key, forward: forward, revalidates: false, conditional: [],
+                         now: now, stores: stores, collapses: stores && joinFill, mayWait: joinFill)
+        }
+        let age = entry.age(now: now)
+        let lifetime = entry.lifetime
+        let pragmaNoCache = request.headers.firstIndex(name: "cache-control") == nil
+            && request.headers.listElements(name: "pragma").contains { $0.lowercased() == "no-cache" }
+        // max-age=0 always revalidates (a browser's reload), though RFC 9111 would let an age-0 response through.
+        let requestForces = asked.noCache || pragmaNoCache || asked.maxAge.map { $0 == 0 || age > $0 } == true
+            || asked.minFresh.map { lifetime - age < $0 } == true
+        let responseForces = entry.alwaysRevalidate
+        if lifetime > age && !requestForces && !responseForces {
+            counters.hits += 1
+            counters.hitBytes += entry.body.count
+            entries.update(key, default: { entry }) { $0.hits += 1 }   // and the most recently used
+            return .hit(Hit(head: Self.served(entry.head, age: age), body: entry.body,
+                            status: CacheStatus(hit: true, ttl: lifetime - age),
+                            notModified: Self.notModified(request: request, stored: entry.head)))
+        }
+        let forward: CacheStatus.Forward = lifetime > age && !responseForces ? .request : .stale
+        if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: "only-if-cached")) }
+        counters.revalidations += 1
+        return claim(key, forward: forward, revalidates: true,
+                     conditional: Self.conditionalFields(for: entry.head.headers), now: now,
+                     stores: stores, collapses: stores && joinFill, mayWait: joinFill)
+    }
+
+    private mutating func claim(_ key: CacheKey, forward: CacheStatus.Forward, revalidates: Bool, conditional: [CacheField],
+                                now: Int64, stores: Bool, collapses: Bool, mayWait: Bool) -> Lookup {
+        if mayWait, let waiting = fills[key] {
+            fills[key] = waiting + 1
+            counters.collapsed += 1
+            return .wait(key)
+        }
+        if collapses { fills[key] = 0 }
+        return .forward(Fill(key: key, conditionalFields: conditional, requestTime: now, forward: forward,
+                             revalidates: revalidates, collapses: collapses, stores: stores))
+    }
+
+    /// The head as served: `Age` and `Content-Length` written afresh.
+    static func served(_ head: ResponseHead, age: Int64) -> ResponseHead {
+        var out = head
+        out.headers.append(name: "Age", value: String(age))
+        return out
+    }
+
+    // MARK: the fill's answer
+
+    /// The upstream answered the fill's request: store it, freshen the stored one (a 304), or
+    /// not, and release the fill's waiters. `validated`: the route's response validation passed
+    /// it (a rejected response is never stored). `body` is the whole decoded body.
+    public mutating func complete(_ fill: Fill, request: RequestHead, response: ResponseHead, body: [UInt8],
+                                  validated: Bool, now: Int64) -> Completion {
+        let waiters = release(fill)
+        var status = CacheStatus(fwd: fill.forward, fwdStatus: response.status)
+        if response.status == 304 && fill.revalidates {
+            guard let entry = entries.peek(fill.key) else {
+                status.detail = CacheRefusal.entryGone.rawValue
+                return Completion(outcome: .notStored(.entryGone), status: status, waiters: waiters)
+            }
+            guard Self.notModifiedMatches(response.headers, stored: entry.head.headers) else {
+                removeEntry(fill.key)
+                status.detail = CacheRefusal.notModifiedMismatch.rawValue
+                return Completion(outcome: .notStored(.notModifiedMismatch), status: status, waiters: waiters)
+            }
+            var fresh = entry
+            fresh.head.headers = Self.freshened(entry.head.headers, with: response.headers)
+            fresh.requestTime = fill.requestTime
+            fresh.responseTime = now
+            fresh.initialAge = Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now)
+            fresh.lifetime = Self.freshnessLifetime(fresh.head, responseTime: now, heuristicPercent: heuristicPercent)
+            fresh.alwaysRevalidate = CacheControl(fresh.head.headers).noCache
+            put(fill.key, fresh)
+            counters.refreshed += 1
+            let notModified = Self.notModified(request: request, stored: fresh.head)
+            let hit = Hit(head: Self.served(fresh.head, age: fresh.age(now: now)), body: fresh.body, status: status,
+                          notModified: notModified)
+            return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
+        }
+        var head = response
+        head.headers = Self.storableFields(response.headers)
+        if response.status != 204 { head.headers.append(name: "Content-Length", value: String(body.count)) }
+        if let refusal = storeRefusal(request: request, response: response, stored: head, body: body, validated: validated) {
+            status.detail = refusal.rawValue
+            return Completion(outcome: .notStored(refusal), status: status, waiters: waiters)
+        }
+        let names = response.headers.listElements(name: "vary").map { $0.lowercased() }
+        if let known = varyByURL[fill.key.url], known != names { removeURL(fill.key.url) }
+        varyByURL[fill.key.url] = names
+        let key = CacheKey(url: fill.key.url, variant: CacheKey.variant(names: names, request: request))
+        head.declaredFraming = response.status == 204 ? .none : .length(UInt64(body.count))
+        head.keepAlive = true
+        put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
+                       initialAge: Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now),
+                       lifetime: Self.freshnessLifetime(head, responseTime: now, heuristicPercent: heuristicPercent),
+                       alwaysRevalidate: CacheControl(head.headers).noCache,
+                       bytes: Self.cost(head: head, body: body)))
+        counters.stores += 1
+        status.stored = true
+        purgeIfNeeded()
+        return Completion(outcome: .stored, status: status, waiters: waiters,
+                          notModified: Self.notModified(request: request, stored: head))
+    }
+
+    /// The fill's upstream request failed (no usable response): its waiters go upstream themselves.
+    public mutating func abandon(_ fill: Fill) -> Int { release(fill) }
+
+    private mutating func release(_ fill: Fill) -> Int {
+        guard fill.collapses else { return 0 }
+        return fills.removeValue(forKey: fill.key) ?? 0
+    }
+
+    /// `stored`: the head as it would be stored (its bytes count against `max_object`).
+    private func storeRefusal(request: RequestHead, response: ResponseHead, stored: ResponseHead, body: [UInt8],
+                              validated: Bool) -> CacheRefusal? {
+        if let refusal = Self.refusal(request: request, response: response, heuristicPercent: heuristicPercent) { return refusal }
+        guard validated else { return .rejected }
+        guard Self.cost(head: stored, body: body) <= limits.maxObject else { return .tooLarge }
+        return nil
+    }
+
+    /// Bytes an entry counts: its body, and its head as written (status line, fields with ": " and CRLF).
+    static func cost(head: ResponseHead, body: [UInt8]) -> Int {
+        var n = body.count + 17 + head.reason.utf8.count
+        for i in 0..<head.headers.count { n += head.headers.fieldBytes(at: i) + 4 }
+        return n
+    }
+
+    // MARK: storage
+
+    private mutating func put(_ key: CacheKey, _ entry: Entry) {
+        if let old = entries.peek(key) { bytes -= old.bytes }
+        entries.update(key, default: { entry }) { $0 = entry }
+        bytes += entry.bytes
+        keysByURL[key.url, default: []].insert(key)
+    }
+
+    @discardableResult
+    private mutating func removeEntry(_ key: CacheKey) -> Bool {
+        guard let old = entries.remove(key) else { return false }
+        bytes -= old.bytes
+        forget(key)
+        return true
+    }
+
+    private mutating func forget(_ key: CacheKey) {
+        keysByURL[key.url]?.remove(key)
+        if keysByURL[key.url]?.isEmpty == true {
+            keysByURL[key.url] = nil
+            varyByURL[key.url] = nil
+        }
+    }
+
+    /// Removes every variant of `url`; returns how many.
+    @discardableResult
+    private mutating func removeURL(_ url: String) -> Int {
+        var removed = 0
+        for key in keysByURL[url] ?? [] where removeEntry(key) { removed += 1 }
+        varyByURL[url] = nil
+        return removed
+    }
+
+    /// Past `memory`, the least recently used entries go until `purgeTo` is reached.
+    private mutating func purgeIfNeeded() {
+        guard bytes > limits.memory else { return }
+        while bytes > limits.purgeTo, let (key, entry) = entries.removeLeastRecent() {
+            bytes -= entry.bytes
+            forget(key)
+            counters.evictions += 1
+        }
+    }
+
+    // MARK: invalidation and admin
+
+    /// RFC 9111 4.4: a non-error (2xx, 3xx) response to an unsafe method (anything but GET,
+    /// HEAD, OPTIONS, TRACE) invalidates the target URL, and the `Location` and
+    /// `Content-Location` URLs when they are on the same origin (an absolute URL with the same
+    /// scheme, host and port, or an absolute path). Returns the entries removed.
+    @discardableResult
+    public mutating func invalidate(method: Method, url: String, response: ResponseHead) -> Int {
+        switch method {
+        case .get, .head, .options, .trace: return 0
+        default: break
+        }
+        guard (200...399).contains(response.status) else { return 0 }
+        var urls = [url]
+        let origin = CacheKey.origin(of: url)
+        for name in ["location", "content-location"] {
+            guard let value = response.headers.first(name: name), let other = Self.sameOrigin(value, origin: origin) else { continue }
+            urls.append(other)
+        }
+        var removed = 0
+        for u in urls { removed += removeURL(u) }
+        counters.invalidations += removed
+        return removed
+    }
+
+    /// `value` as a URL of `origin`, or nil when it names another origin or is a relative path.
+    static func sameOrigin(_ value: String, origin: Substring) -> String? {
+        if value.hasPrefix("/") && !value.hasPrefix("//") { return String(origin) + value }
+        let lower = value.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return nil }
+        let scheme: Scheme = lower.hasPrefix("https") ? .https : .http
+        let rest = value.dropFirst(scheme.rawValue.count + 3)
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var host = authority.lowercased()
+        var port: UInt16?
+        if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
+            guard let p = UInt16(host[host.index(after: colon)...]) else { return nil }
+            port = p
+            host = String(host[..<colon])
+        }
+        let path = rest[authorityEnd...]
+        let url = CacheKey.absolute(scheme: scheme, host: host, port: port, path: path.isEmpty ? "/" : (path.hasPrefix("?") ? "/" + path : String(path)))
+        return CacheKey.origin(of: url) == origin ? url : nil
+    }
+
+    /// `DELETE /cache[?url=…]`: removes `url`'s variants, or everything; returns how many.
+    @discardableResult
+    public mutating func remove(url: String?) -> Int {
+        let removed: Int
+        if let url {
+            removed = removeURL(url)
+        } else {
+            removed = entries.count
+            while entries.removeLeastRecent() != nil {}
+            keysByURL = [:]
+            varyByURL = [:]
+            bytes = 0
+        }
+        counters.invalidations += removed
+        return removed
+    }
+
+    /// One row of `GET /cache`.
+    public struct Listing: Sendable, Equatable {
+        public var url: String
+        public var variant: String
+        public var status: Int
+        public var bytes: Int
+        public var hits: Int
+        public var age: Int64
+        public var fresh: Bool
+    }
+
+    /// `GET /cache`: every entry, most recently used first.
+    public func listing(now: Int64) -> [Listing] {
+        entries.entries.map { key, e in
+            let age = e.age(now: now)
+            return Listing(url: key.url, variant: key.variant, status: e.head.status, bytes: e.bytes, hits: e.hits,
+                           age: age, fresh: e.lifetime > age)
+        }
+    }
+}
