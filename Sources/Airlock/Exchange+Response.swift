@@ -27,7 +27,7 @@ extension Exchange {
             run(machine.upstreamBytesArrived())
             if metrics.firstResponseByte == 0 { metrics.firstResponseByte = EventLoop.nowNanos() }
         }
-        if machine.awaitingResponseHead {
+        if machine.awaitingUpstreamHead {
             readResponseHead(u)
         } else {
             pumpResponseBody()
@@ -35,7 +35,7 @@ extension Exchange {
     }
 
     private func readResponseHead(_ u: UpstreamConnection) {
-        while machine.awaitingResponseHead {
+        while machine.awaitingUpstreamHead {
             let n: Int?
             do {
                 n = try u.stream.withInput(max: responseScanner.window) { buf throws(WireError) in
@@ -62,6 +62,10 @@ extension Exchange {
             case .failure(let e):
                 upstreamMalformed(u, e)
                 return
+            }
+            if machine.response == .resuming {
+                resumedHeadArrived(head)
+                continue
             }
             if head.status >= 200 { startResponse(head) }   // interim heads (100, 103) are ours to absorb
             run(machine.responseHeadReceived(status: head.status, validates: route.validator != nil)) {
@@ -104,7 +108,7 @@ extension Exchange {
     }
 
     func pumpResponseBody(bounded: Bool = true) {
-        guard client.phase == .forwarding, isCurrent, let u = upstream, !machine.awaitingResponseHead else { return }
+        guard client.phase == .forwarding, isCurrent, let u = upstream, !machine.awaitingUpstreamHead else { return }
         if machine.response == .validating {
             pumpValidatedBody()
             return
@@ -151,13 +155,16 @@ extension Exchange {
                 cause = "upstream closed mid-body: \(error.detail)"
             }
         }
-        // The client must see an incomplete response, never a complete one: what arrived
-        // goes out, then the connection is cut without finishing the framing (or, before any
-        // byte reached it, the failure's status).
         let failure: ExchangeMachine.UpstreamFailure = timeout ? .timeout : .closed
+        if !validating {
+            // What arrived has gone out: the rest is asked for (`resume:`), or the connection is
+            // cut without finishing the framing, so the client sees an incomplete response.
+            cutMidBody(failure, cause: cause)
+            return
+        }
+        // Nothing reached the client yet: the failure's status.
         run(machine.upstreamFailed(failure)) {
-            GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: validating ? failure.status : responseStatus,
-                         message: cause, source: .upstream)
+            GatewayError(timeout ? .upstreamTimeout : .upstreamClosed, status: failure.status, message: cause, source: .upstream)
         }
     }
 
@@ -174,7 +181,8 @@ extension Exchange {
     func releaseUpstream(bodyReadToEnd: Bool) {
         guard let u = upstream else { return }
         upstream = nil
-        let decision = machine.reuseDecision(upstreamKeepAlive: response?.keepAlive ?? false, bodyReadToEnd: bodyReadToEnd,
+        let keepAlive = resumption?.upstreamKeepAlive ?? response?.keepAlive ?? false
+        let decision = machine.reuseDecision(upstreamKeepAlive: keepAlive, bodyReadToEnd: bodyReadToEnd,
                                                 buffersEmpty: u.buffersEmpty)
         switch decision {
         case .park:

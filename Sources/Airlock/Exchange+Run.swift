@@ -84,6 +84,11 @@ extension Exchange {
             judgeRestOfRequestBody()
         case .finishExchange:
             end(.completed(upstreamReusable: true))
+        case .resumeDownload:
+            responseScanner.reset()
+            connectUpstream()   // a pooled connection or a new one; `sendRequestHead` sends the range request
+        case .continueResumedBody:
+            pumpResponseBody()
         }
     }
 

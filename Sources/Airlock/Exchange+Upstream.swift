@@ -164,11 +164,12 @@ extension Exchange {
     /// (an upload still moving), the next address, once more on a fresh connection, or an answer.
     func upstreamFailed(_ u: UpstreamConnection, event: StreamEvent) {
         guard upstream === u else { u.close(); return }
-        if !machine.awaitingResponseHead {
+        if !machine.awaitingUpstreamHead {
             upstreamEndedDuringBody(u, event: event)
             return
         }
         let connecting = u.exchanges == 0
+        if machine.response == .resuming, resumedUpstreamFailed(u, event: event, connecting: connecting) { return }
         switch event {
         case .tlsFailed(let why) where u.stream.tlsFailedBeforeServerHello:
             run(machine.upstreamFailed(.untrusted)) { .tlsHandshakeFailed(u.address.description, why) }

@@ -67,7 +67,10 @@ final class Exchange {
     }
     var bytesIn: UInt64 = 0
     /// Set when the request phase refused the request: what its reject record says.
-    var requestRejection: RequestRejection?
+    var requestRejection: RequestRejection? {
+        get { requestPhase?.requestRejection }
+        set { phaseState.requestRejection = newValue }
+    }
     /// The route's `request.timeout` over the whole exchange; nil on routes without one.
     var deadline: Timer?
 
@@ -101,6 +104,8 @@ final class Exchange {
     var clientKeepAlive = true
     /// Set only on routes with a `response:` block, when the response needs it.
     var validation: ResponseValidation?
+    /// Set at the first cut mid-body of a response (`Exchange+Resume`).
+    var resumption: Resumption?
 
     init(client: ClientConnection?, id: RequestID, request: RequestHead, route: Route, key: UpstreamKey, limits: WireLimits) {
         self.connection = client

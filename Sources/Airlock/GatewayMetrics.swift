@@ -149,12 +149,20 @@ final class GatewayMetrics: Sendable {
         CoreMetrics.Counter(label: "airlock_rejects_total", dimensions: [("route", route), ("reason", reason)], factory: factory).increment()
     }
 
-    /// An upstream refused by the route's security policy, by trust-failure reason. Rare.
+    /// `airlock_resumes_total{route,result}`: what became of a download cut mid-body: `resumed`
+    /// (the rest continued the client's body), or why not (`ResumeRefusal`'s codes).
+    func resume(route: String, result: String) {
+        CoreMetrics.Counter(label: "airlock_resumes_total", dimensions: [("route", route), ("result", result)],
+                            factory: factory).increment()
+    }
+
+    /// A request or tunnel the route's egress policy refused, by reason. Rare.
     func egressDenied(route: String, reason: String) {
         CoreMetrics.Counter(label: "airlock_egress_denied_total", dimensions: [("route", route), ("reason", reason)],
                             factory: factory).increment()
     }
 
+    /// An upstream refused by the route's security policy, by trust-failure reason. Rare.
     func untrusted(route: String, reason: String) {
         CoreMetrics.Counter(label: "airlock_untrusted_upstreams_total", dimensions: [("route", route), ("reason", reason)],
                 factory: factory).increment()

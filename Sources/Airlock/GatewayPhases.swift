@@ -249,13 +249,22 @@ final class GatewayPhases: ProxyPhases {
     /// describes the body it replaced) when the route has one; otherwise `ForwardingHeads`'
     /// canonical re-encoding. Both add `Via` and `X-Request-Id` and name the upstream in `Host`.
     func upstreamRequestHead(_ ex: Exchange, into w: inout HeadWriter) {
+        // A resumed download asks for the rest (`Exchange+Resume`): the same request with `Range`.
+        if let resumed = ex.resumption?.request {
+            upstreamRequestHead(ex, resumed, into: &w)
+        } else {
+            upstreamRequestHead(ex, ex.request, into: &w)
+        }
+    }
+
+    private func upstreamRequestHead(_ ex: Exchange, _ request: RequestHead, into w: inout HeadWriter) {
         let host = ex.routeRef.fixedHostField ?? ForwardingHeads.authority(ex.key)
         if let s = ex.routeRef.requestSerializer {
-            ForwardingHeads.request(ex.request, serializer: s, body: ex.replacementBody, host: host,
+            ForwardingHeads.request(request, serializer: s, body: ex.replacementBody, host: host,
                                     framing: ex.requestOut, viaToken: context.viaToken, viaToken11: context.via11,
                                     idSerial: ex.id.serial, clientID: ex.id.client, idPrefix: context.idPrefix, into: &w)
         } else {
-            ForwardingHeads.request(ex.request, host: host, framing: ex.requestOut, viaToken: context.viaToken,
+            ForwardingHeads.request(request, host: host, framing: ex.requestOut, viaToken: context.viaToken,
                                     viaToken11: context.via11, idSerial: ex.id.serial, clientID: ex.id.client,
                                     idPrefix: context.idPrefix, into: &w)
         }
@@ -438,6 +447,7 @@ final class GatewayPhases: ProxyPhases {
             },
             task: ex.map { ($0.taskState.rawValue, $0.metrics) })
         record.intercepted = summary.intercepted
+        record.resumed = ex?.resumption?.resumed ?? 0
         writeAccess(record)
     }
 

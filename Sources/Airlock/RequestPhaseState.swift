@@ -17,4 +17,6 @@ final class RequestPhaseState {
     /// that opens the next packet after the route's delay.
     var throttleBudget = 0
     var throttleTimer: Timer?
+    /// Set when the request phase refused the request: what its reject record says.
+    var requestRejection: RequestRejection?
 }

@@ -20,7 +20,8 @@ public struct ExchangeMachine: Sendable, Equatable {
     public enum ResponseState: Sendable, Equatable {
         case awaitingHead         // nothing from the upstream yet (interim 1xx absorbed) → .validating, .relaying, .answered, .failed
         case validating           // head held back while the body is read for a validator → .relaying, .complete, .answered
-        case relaying             // head written to the client, body streaming → .complete, .truncated
+        case relaying             // head written to the client, body streaming → .complete, .truncated, .resuming
+        case resuming             // the upstream broke mid-body; a range request for the rest is on its way → .relaying, .truncated
         case complete             // the client has the whole response; final
         case truncated            // the client saw part of a response and a close; final
         case answered             // the client got Airlock's own answer (an error or a reject); final
@@ -114,6 +115,8 @@ public struct ExchangeMachine: Sendable, Equatable {
         case resumeUpstreamReads             // it drained: read the upstream again
         case judgeRestOfRequestBody          // the response is whole, the client's body is not: read the rest, send none of it
         case finishExchange                  // the client has the whole response and the request is over: the exchange ends
+        case resumeDownload                  // the upstream broke mid-body, the response is resumable: ask a connection for the rest (`Range`, `If-Range`)
+        case continueResumedBody             // the resumed response continues the client's body: relay it
     }
 
     public let method: Method
@@ -133,6 +136,8 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// Request body bytes sent when the upstream's read timeout last fired during the upload
     /// (`upstreamReadTimedOut`).
     public private(set) var bodyBytesAtReadTimeout: UInt64 = 0
+    /// Resumed requests made for this response (`upstreamCutMidBody`).
+    public private(set) var resumes = 0
     /// Whether the logging phase has run for this exchange.
     public private(set) var logged = false
     /// The client's reads: held while the upstream's output is full.
@@ -151,14 +156,18 @@ public struct ExchangeMachine: Sendable, Equatable {
     public var requestBodyDone: Bool { request == .complete }
     /// No final response head yet (interim 1xx heads do not count).
     public var awaitingResponseHead: Bool { response == .awaitingHead }
+    /// A head is expected from the upstream: the response's, or a resumed one's (`.resuming`).
+    public var awaitingUpstreamHead: Bool { response == .awaitingHead || response == .resuming }
     /// Backpressure holds the exchange: either side's reads are paused (a task's `suspended`).
     public var isSuspended: Bool { clientReads == .held || upstreamReads == .held }
     /// The client has seen the response's head (relayed or delivered after validation).
-    public var responseHeadSent: Bool { response == .relaying || response == .complete || response == .truncated }
+    public var responseHeadSent: Bool {
+        response == .relaying || response == .resuming || response == .complete || response == .truncated
+    }
     public var isFinished: Bool {
         switch response {
         case .complete, .truncated, .answered, .failed: return true
-        case .awaitingHead, .validating, .relaying: return false
+        case .awaitingHead, .validating, .relaying, .resuming: return false
         }
     }
 
@@ -203,8 +212,12 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// address is dialled while there is one; after the last the client is answered 502.
     /// A refused connect is never retried on the same address.
     public mutating func connectFailed(moreAddresses: Bool) -> Action {
-        guard response == .awaitingHead else { return .none }
+        guard response == .awaitingHead || response == .resuming else { return .none }
         if moreAddresses { return .connectNextAddress }
+        if response == .resuming {   // no connection for the rest: the client's response is cut
+            response = .truncated
+            return .truncateClient
+        }
         response = .answered
         return .respondError(.refused)
     }
@@ -344,6 +357,39 @@ public struct ExchangeMachine: Sendable, Equatable {
                                                   mustClose: mustClose))
     }
 
+    // MARK: events: resuming a download
+
+    /// The upstream connection broke while the response body was relayed (closed, reset, timed
+    /// out), or while a resumed request waited for its head. `resumable`: the response may be
+    /// continued (a strong validator, ranges not refused, an attempt left: `ResumePlan`), which
+    /// only a whole request can be (nothing of it is left to send). Otherwise the client's
+    /// response is cut, so that the client sees an incomplete response, never a spliced one.
+    public mutating func upstreamCutMidBody(_ failure: UpstreamFailure, resumable: Bool) -> Action {
+        guard response == .relaying || response == .resuming else { return failUpstream(failure) }
+        guard resumable, request == .complete else {
+            response = .truncated
+            return .truncateClient
+        }
+        response = .resuming
+        resumes += 1
+        return .resumeDownload
+    }
+
+    /// A head arrived for the resumed request. An interim head is dropped; a final one
+    /// continues the client's body only when it is the rest of the same representation
+    /// (`accepted`: `ResumePlan.accept`); anything else cuts the client's response.
+    public mutating func resumedHeadReceived(status: Int, accepted: Bool) -> Action {
+        guard response == .resuming else { return .none }
+        if status < 200 && status != 101 { return .absorbInterim }
+        upstreamBytesSeen = true
+        guard accepted else {
+            response = .truncated
+            return .truncateClient
+        }
+        response = .relaying
+        return .continueResumedBody
+    }
+
     // MARK: events: failures
 
     /// The upstream failed. Before any response byte reached the client the client is answered
@@ -366,7 +412,7 @@ public struct ExchangeMachine: Sendable, Equatable {
 
     private mutating func failUpstream(_ failure: UpstreamFailure) -> Action {
         switch response {
-        case .relaying:
+        case .relaying, .resuming:
             response = .truncated
             return .truncateClient
         case .complete, .truncated, .answered, .failed:
@@ -394,7 +440,7 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// byte reached the client it is answered; after, its response is cut off. Never retried.
     public mutating func deadlinePassed() -> Action {
         switch response {
-        case .relaying:
+        case .relaying, .resuming:
             response = .truncated
             return .truncateClient
         case .awaitingHead, .validating:
@@ -428,7 +474,7 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// The client is gone (closed mid-body, reset, stopped reading, cancelled, drain timeout).
     public mutating func clientGone() -> Action {
         switch response {
-        case .relaying: response = .truncated            // it saw part of the response
+        case .relaying, .resuming: response = .truncated   // it saw part of the response
         case .awaitingHead, .validating: response = .failed
         case .complete, .truncated, .answered, .failed: break
         }

@@ -27,6 +27,7 @@ public enum TaskState: String, Sendable, Equatable, CaseIterable {
         case .failed: return .cancelled   // nothing reached the client and nobody is left: it went away
         case .validating: return suspended ? .suspended : .validating
         case .relaying: return suspended ? .suspended : .receiving
+        case .resuming: return .receiving   // the rest is on its way
         case .awaitingHead:
             guard upstreamReady else { return .connecting }
             if suspended { return .suspended }

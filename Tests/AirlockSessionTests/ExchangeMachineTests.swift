@@ -7,6 +7,83 @@ final class ExchangeMachineTests: XCTestCase {
     private func get() -> ExchangeMachine { ExchangeMachine(method: .get, requestHasBody: false) }
     private func post() -> ExchangeMachine { ExchangeMachine(method: .post, requestHasBody: true) }
 
+    // MARK: resuming a download (issue #21)
+
+    /// A GET relaying its body when the upstream breaks: with an attempt left it resumes
+    /// (`.resuming`, the client still has the head and what came), a connection for the rest
+    /// sends the range request, an accepted 206 continues the body, and the exchange ends as
+    /// any other. Interim heads on the resumed request are dropped.
+    func testACutGetResumesAndAnAcceptedRestContinuesTheBody() {
+        var m = get()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
+        XCTAssertEqual(m.upstreamCutMidBody(.closed, resumable: true), .resumeDownload)
+        XCTAssertEqual(m.response, .resuming)
+        XCTAssertEqual(m.resumes, 1)
+        XCTAssertTrue(m.responseHeadSent, "the client has the head")
+        XCTAssertTrue(m.awaitingUpstreamHead)
+        XCTAssertFalse(m.awaitingResponseHead, "not a first head: its relay decisions are done")
+        XCTAssertFalse(m.isFinished)
+        XCTAssertEqual(TaskState.derive(m, upstreamReady: false, suspended: false, cancelled: false), .receiving)
+        XCTAssertEqual(m.upstreamReady(reused: true), .sendRequestHead, "the range request")
+        XCTAssertEqual(m.resumedHeadReceived(status: 100, accepted: false), .absorbInterim)
+        XCTAssertEqual(m.resumedHeadReceived(status: 206, accepted: true), .continueResumedBody)
+        XCTAssertEqual(m.response, .relaying)
+        XCTAssertEqual(m.upstreamCutMidBody(.timeout, resumable: true), .resumeDownload, "a second cut, a second attempt")
+        XCTAssertEqual(m.resumes, 2)
+        XCTAssertEqual(m.resumedHeadReceived(status: 206, accepted: true), .continueResumedBody)
+        XCTAssertEqual(m.responseComplete(), .finishExchange)
+        XCTAssertEqual(m.resumedHeadReceived(status: 206, accepted: true), .none, "nothing is being resumed")
+    }
+
+    /// Every way a resume does not happen ends as a truncation the client can detect: no plan
+    /// (or no attempt left), a refused rest (200, another ETag: `accepted` false), a 101, no
+    /// connection for the rest, a failure of its connection, the deadline, the client leaving.
+    func testEveryRefusedResumeCutsTheClientsResponse() {
+        func resuming() -> ExchangeMachine {
+            var m = get()
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            XCTAssertEqual(m.upstreamCutMidBody(.closed, resumable: true), .resumeDownload)
+            return m
+        }
+        var notResumable = get()
+        _ = notResumable.upstreamReady(reused: false)
+        _ = notResumable.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(notResumable.upstreamCutMidBody(.closed, resumable: false), .truncateClient)
+        XCTAssertEqual(notResumable.response, .truncated)
+        XCTAssertEqual(notResumable.resumes, 0)
+
+        var refused = resuming()
+        XCTAssertEqual(refused.resumedHeadReceived(status: 200, accepted: false), .truncateClient)
+        XCTAssertEqual(refused.response, .truncated)
+        var switching = resuming()
+        XCTAssertEqual(switching.resumedHeadReceived(status: 101, accepted: false), .truncateClient)
+        var noAddress = resuming()
+        XCTAssertEqual(noAddress.connectFailed(moreAddresses: true), .connectNextAddress, "another address may have the rest")
+        XCTAssertEqual(noAddress.connectFailed(moreAddresses: false), .truncateClient)
+        XCTAssertEqual(noAddress.response, .truncated)
+        var exhausted = resuming()
+        XCTAssertEqual(exhausted.upstreamCutMidBody(.closed, resumable: false), .truncateClient)
+        var untrusted = resuming()
+        XCTAssertEqual(untrusted.upstreamFailed(.untrusted), .truncateClient)
+        var late = resuming()
+        XCTAssertEqual(late.deadlinePassed(), .truncateClient)
+        var gone = resuming()
+        XCTAssertEqual(gone.clientGone(), .abort)
+        XCTAssertEqual(gone.response, .truncated, "it saw part of the response")
+
+        // Only a whole request is resumed, and only while its body is being relayed.
+        var upload = post()
+        _ = upload.upstreamReady(reused: false)
+        _ = upload.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(upload.upstreamCutMidBody(.closed, resumable: true), .truncateClient, "its body is still going up")
+        var early = get()
+        _ = early.upstreamReady(reused: false)
+        XCTAssertEqual(early.upstreamCutMidBody(.closed, resumable: true), .respondError(.closed),
+                       "no head yet: an upstream failure like any other")
+    }
+
     // MARK: the ordinary path
 
     func testGetWithoutBodyRelaysAndParks() {
@@ -614,7 +691,7 @@ final class ExchangeMachineTests: XCTestCase {
             .validateResponse, .bufferResponseBody, .drainRejectedBody, .runBodyValidator, .deliverValidatedBody,
             .relayBodyOverLimit, .answerReject(upstreamReusable: true), .absorbInterim, .keepServingHalfClosedClient,
             .relayBufferedBody, .abort, .pauseClientReads, .resumeClientReads, .pauseUpstreamReads, .resumeUpstreamReads,
-            .judgeRestOfRequestBody, .finishExchange,
+            .judgeRestOfRequestBody, .finishExchange, .resumeDownload, .continueResumedBody,
         ]
         for action in all {
             XCTAssertEqual(produce(action), action, "\(action)")
@@ -705,6 +782,15 @@ final class ExchangeMachineTests: XCTestCase {
             _ = m.upstreamReady(reused: false)
             _ = m.responseHeadReceived(status: 200, validates: false)
             return m.responseComplete()
+        case .resumeDownload:
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            return m.upstreamCutMidBody(.closed, resumable: true)
+        case .continueResumedBody:
+            _ = m.upstreamReady(reused: false)
+            _ = m.responseHeadReceived(status: 200, validates: false)
+            _ = m.upstreamCutMidBody(.closed, resumable: true)
+            return m.resumedHeadReceived(status: 206, accepted: true)
         }
     }
 }

@@ -29,6 +29,8 @@ struct AccessRecord {
     var tunnel: String? = nil
     /// A request that came inside an intercepted CONNECT's TLS session (`connect: intercept`).
     var intercepted = false
+    /// Resumed requests that continued this response after its upstream broke (`resume:`).
+    var resumed = 0
 
     static let event: Logger.Message = "request.access"
 
@@ -62,6 +64,7 @@ struct AccessRecord {
         }
         if let tunnel { md["tunnel"] = .string(tunnel) }
         if intercepted { md["intercepted"] = .stringConvertible(true) }
+        if resumed > 0 { md["resumed"] = .stringConvertible(resumed) }
         return md
     }
 
@@ -100,6 +103,10 @@ struct AccessRecord {
             e.append("-")
             e.appendHex(requestID.serial)
             e.append("\"")
+        }
+        if resumed > 0 {
+            e.append(",\"resumed\":")
+            e.appendInteger(UInt64(resumed))
         }
         if let task, task.metrics.requestSent != 0 {
             task.metrics.reused ? e.append(",\"reused\":true") : e.append(",\"reused\":false")
