@@ -20,7 +20,7 @@ BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
-APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography
+APT_PKGS := libevent-dev libssl-dev liburing-dev libyaml-dev pkg-config binutils curl openssl python3 python3-cryptography
 # Only `make test` needs these (Node, headless Chromium and its certutil, tidy, Python's venv).
 TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools tidy
 # What the tests import, in a virtual environment of Debian's python3 (so a pyenv or another
@@ -29,8 +29,8 @@ TEST_VENV := .build/test-venv
 TEST_PY_PKGS := cryptography requests prometheus_client
 RELEASE_BIN := .build/release/airlock
 DIST_BIN    := .build/dist/airlock
-# The Swift runtime and Foundation linked into the binary, as docker/Dockerfile builds it: RSS at
-# start 23.1 MiB instead of 27.8, startup 9.6 ms instead of 12.9 (bench/README.md, "Footprint").
+# The Swift runtime linked into the binary, as docker/Dockerfile builds it (no Foundation, no ICU:
+# FoundationEssentials only): RSS at start 16.9 MiB instead of 27.7 (bench/README.md, "Footprint").
 # The release binary keeps its symbols (bench/instructions.sh profiles it); `make dist` strips.
 RELEASE_FLAGS := -c release --static-swift-stdlib
 DEBUG_BIN   := .build/debug/airlock
@@ -82,9 +82,9 @@ setup: check-swift
 	  echo "error: dpkg-query not found; this Makefile installs packages on Debian/Ubuntu only." >&2; \
 	  echo "       Install by hand: $(APT_PKGS)" >&2; exit 1; }
 	@$(call apt_install,$(APT_PKGS)); \
-	pkg-config --exists libevent openssl liburing || { \
-	  echo "error: pkg-config cannot find libevent, openssl and/or liburing (libevent-dev, libssl-dev, liburing-dev)" >&2; exit 1; }; \
-	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing))"
+	pkg-config --exists libevent openssl liburing yaml-0.1 || { \
+	  echo "error: pkg-config cannot find libevent, openssl, liburing and/or libyaml (libevent-dev, libssl-dev, liburing-dev, libyaml-dev)" >&2; exit 1; }; \
+	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing), libyaml $$(pkg-config --modversion yaml-0.1))"
 
 # What `make test` needs beyond the build: Node, Chromium, certutil, and the tests' Python.
 test-setup: setup
