@@ -23,8 +23,8 @@ public indirect enum Node: Sendable {
         }
     }
 
-    /// Where the node starts in the document.
-    public var mark: Mark {
+    /// Where the node starts in the document (a collection: its first item's position).
+    var mark: Mark {
         switch self {
         case .scalar(let scalar): scalar.mark
         case .mapping(let pairs): pairs.first?.key.mark ?? Mark(line: 1, column: 1)
@@ -53,9 +53,10 @@ public struct Scalar: Sendable, Equatable {
         self.mark = mark
     }
 
-    /// The tag YAML 1.1's resolver gives the scalar (`null`, `bool`, `int`, `float` or `str`
-    /// for a plain one without a tag; `str` for a quoted one): two mapping keys are the same
-    /// key when text and resolved tag are equal, as `"a"` and `a` are and `1` and `'1'` are not.
+    /// The tag YAML 1.1's resolver gives the scalar, near enough for telling keys apart
+    /// (`null`, `bool`, decimal `int` and `float`, else `str` for a plain one without a tag;
+    /// `str` for a quoted one; not hex, octal or sexagesimal numbers): two mapping keys are the
+    /// same key when text and resolved tag are equal, as `"a"` and `a` are and `1` and `'1'` are not.
     public var resolvedTag: String {
         if let tag, tag != "!" { return tag }
         guard style == .plain, tag == nil else { return Self.strTag }
