@@ -32,7 +32,7 @@ DIST_BIN    := .build/dist/airlock
 # The Swift runtime linked into the binary, as docker/Dockerfile builds it (no Foundation, no ICU:
 # FoundationEssentials only): RSS at start 16.9 MiB instead of 27.7 (bench/README.md, "Footprint").
 # The release binary keeps its symbols (bench/instructions.sh profiles it); `make dist` strips.
-RELEASE_FLAGS := -c release --static-swift-stdlib
+RELEASE_FLAGS := -c release --product airlock --static-swift-stdlib
 DEBUG_BIN   := .build/debug/airlock
 
 .PHONY: help setup test-setup test-venv check-swift build release dist footprint run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
