@@ -1,5 +1,7 @@
 # Airlock: build, run, test and benchmark.
 #   make run     ARGS='--config x.yaml'   release build, then `airlock run ARGS`
+#   make dist                             the release binary stripped, as the container image has it: .build/dist/airlock
+#   make footprint                        binary size, startup time and RSS (at start, idle clients) beside nginx (root)
 #   make test                             swift build + swift test (serial); under CI=true (or CONTEXT_CHECK=1) the container build-context check too
 #   make bench   [DURATION=.. REPS=.. PATHS=..]   loopback benchmark vs nginx/haproxy
 #   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire + AirlockSerialization, each target in turn (not in `make test`)
@@ -18,7 +20,7 @@ BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
-APT_PKGS := libevent-dev libssl-dev liburing-dev pkg-config binutils curl openssl python3 python3-cryptography
+APT_PKGS := libevent-dev libssl-dev liburing-dev libyaml-dev pkg-config binutils curl openssl python3 python3-cryptography
 # Only `make test` needs these (Node, headless Chromium and its certutil, tidy, Python's venv).
 TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools tidy
 # What the tests import, in a virtual environment of Debian's python3 (so a pyenv or another
@@ -26,14 +28,21 @@ TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools tidy
 TEST_VENV := .build/test-venv
 TEST_PY_PKGS := cryptography requests prometheus_client
 RELEASE_BIN := .build/release/airlock
+DIST_BIN    := .build/dist/airlock
+# The Swift runtime linked into the binary, as docker/Dockerfile builds it (no Foundation, no ICU:
+# FoundationEssentials only): RSS at start 16.9 MiB instead of 27.7 (bench/README.md, "Footprint").
+# The release binary keeps its symbols (bench/instructions.sh profiles it); `make dist` strips.
+RELEASE_FLAGS := -c release --product airlock --static-swift-stdlib
 DEBUG_BIN   := .build/debug/airlock
 
-.PHONY: help setup test-setup test-venv check-swift build release run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
+.PHONY: help setup test-setup test-venv check-swift build release dist footprint run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
 
 help:
 	@echo "make setup                      install missing apt packages: $(APT_PKGS)"
 	@echo "make test-setup                 setup, plus $(TEST_APT_PKGS) and the tests' Python ($(TEST_VENV))"
-	@echo "make build | release            swift build (debug) | swift build -c release"
+	@echo "make build | release            swift build (debug) | swift build $(RELEASE_FLAGS)"
+	@echo "make dist                       the release binary stripped (as in the container image): $(DIST_BIN)"
+	@echo "make footprint                  size, startup time, RSS at start and with idle clients, beside nginx (root)"
 	@echo "make run [ARGS='--config F']    release build, then $(RELEASE_BIN) run ARGS"
 	@echo "make test                       swift build, swift test (serial); under CI=true also check-build-context"
 	@echo "make check-build-context        build docker/Dockerfile's build stage from what its dockerignore admits"
@@ -73,9 +82,9 @@ setup: check-swift
 	  echo "error: dpkg-query not found; this Makefile installs packages on Debian/Ubuntu only." >&2; \
 	  echo "       Install by hand: $(APT_PKGS)" >&2; exit 1; }
 	@$(call apt_install,$(APT_PKGS)); \
-	pkg-config --exists libevent openssl liburing || { \
-	  echo "error: pkg-config cannot find libevent, openssl and/or liburing (libevent-dev, libssl-dev, liburing-dev)" >&2; exit 1; }; \
-	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing))"
+	pkg-config --exists libevent openssl liburing yaml-0.1 || { \
+	  echo "error: pkg-config cannot find libevent, openssl, liburing and/or libyaml (libevent-dev, libssl-dev, liburing-dev, libyaml-dev)" >&2; exit 1; }; \
+	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing), libyaml $$(pkg-config --modversion yaml-0.1))"
 
 # What `make test` needs beyond the build: Node, Chromium, certutil, and the tests' Python.
 test-setup: setup
@@ -104,7 +113,15 @@ build: check-swift
 	$(SWIFT) build
 
 release: check-swift
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+# Symbols stripped (`install -s`, binutils' strip), as docker/Dockerfile installs it; --gc-sections
+# is already SwiftPM's default for release links.
+dist: release
+	install -D -s -m 0755 $(RELEASE_BIN) $(DIST_BIN)
+
+footprint: bench-setup dist
+	SHARED="$(SHARED)" bash bench/footprint.sh $(abspath $(DIST_BIN))
 
 run: setup release
 	$(RELEASE_BIN) run $(ARGS)

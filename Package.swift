@@ -20,7 +20,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -42,6 +41,11 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
 
         // Pure modules: no I/O, no C.
         .target(name: "AirlockWire", swiftSettings: strict),
@@ -53,14 +57,16 @@ let package = Package(
 
         .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
 
+        // YAML documents composed into nodes with libyaml (no I/O): the one file that imports
+        // CLibYAML turns its events into nodes and its errors into YAMLError on the spot.
+        // Neither it nor AirlockConfig imports Foundation (bench/README.md, "Footprint").
+        .target(name: "AirlockYAML", dependencies: ["CLibYAML"], swiftSettings: strict),
+
         // The YAML configuration: reading, validation, defaults, rendering. Pure (no AirlockIO):
         // the gateway opens the files it names (Airlock's OpenedConfig).
         .target(
             name: "AirlockConfig",
-            dependencies: [
-                "AirlockWire", "AirlockSerialization", "AirlockSecurity",
-                .product(name: "Yams", package: "Yams"),
-            ],
+            dependencies: ["AirlockWire", "AirlockSerialization", "AirlockSecurity", "AirlockYAML"],
             swiftSettings: strict
         ),
 
@@ -91,6 +97,7 @@ let package = Package(
         .testTarget(name: "AirlockSecurityTests", dependencies: ["AirlockSecurity", "AirlockTesting"], swiftSettings: strict),
         .testTarget(name: "AirlockIOTests", dependencies: ["AirlockIO", "AirlockTesting"], swiftSettings: strict),
         .testTarget(name: "AirlockSessionTests", dependencies: ["AirlockSession", "AirlockWire"], swiftSettings: strict),
+        .testTarget(name: "AirlockYAMLTests", dependencies: ["AirlockYAML"], swiftSettings: strict),
         .testTarget(
             name: "AirlockConfigTests",
             dependencies: ["AirlockConfig", "AirlockSecurity", "AirlockSerialization"],

@@ -4,7 +4,7 @@
 Starts nothing itself. Opens --clients keep-alive TCP connections to
 127.0.0.1:--port, sends one `GET /small HTTP/1.1` on each and reads the whole
 response, then keeps them all open and idle, and reads VmRSS / VmHWM of --pid
-from /proc (in MiB). Everything is bounded by --timeout seconds.
+from /proc (in MiB; --pid may be repeated, e.g. nginx's master and worker: the sums). Everything is bounded by --timeout seconds.
 
 Output: human-readable lines on stderr, and one key=value line on stdout:
     IDLE clients=1000 open=1000 failed=0 rss_mib=... hwm_mib=... baseline_rss_mib=...
@@ -89,7 +89,8 @@ class Conn:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, required=True, help="proxy port on 127.0.0.1")
-    ap.add_argument("--pid", type=int, required=True, help="process whose VmRSS/VmHWM to read")
+    ap.add_argument("--pid", type=int, required=True, action="append",
+                    help="process whose VmRSS/VmHWM to read (repeat to sum several)")
     ap.add_argument("--clients", type=int, default=1000, help="idle keep-alive connections (default 1000)")
     ap.add_argument("--path", default="/small", help="request path (default /small)")
     ap.add_argument("--host", default="127.0.0.1:18080", help="Host header (default 127.0.0.1:18080)")
@@ -99,7 +100,7 @@ def main():
     if args.clients < 1:
         ap.error("--clients must be >= 1")
     try:
-        baseline_kib = proc_status_kib(args.pid, "VmRSS")
+        baseline_kib = sum(proc_status_kib(p, "VmRSS") for p in args.pid)
     except (OSError, KeyError) as e:
         log(f"cannot read /proc/{args.pid}/status: {e}")
         return 2
@@ -195,8 +196,8 @@ def main():
         open_count += 1
 
     try:
-        rss_kib = proc_status_kib(args.pid, "VmRSS")
-        hwm_kib = proc_status_kib(args.pid, "VmHWM")
+        rss_kib = sum(proc_status_kib(p, "VmRSS") for p in args.pid)
+        hwm_kib = sum(proc_status_kib(p, "VmHWM") for p in args.pid)
     except (OSError, KeyError) as e:
         log(f"cannot read /proc/{args.pid}/status after connecting: {e}")
         return 1

@@ -53,6 +53,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The root file system's size as a Debian image would have it (MiB): du -x (not /proc or /dev),
+# without what debian:bookworm-slim does not keep (apt's caches and lists, docs, man pages,
+# locales: its docker-clean and dpkg path-excludes). debootstrap's minbase stands in for the base,
+# so the runtime stage's difference to it is what this check can tell of the image.
+image_mib() {
+  du -sxm --exclude='*/var/cache/apt' --exclude='*/var/lib/apt/lists' --exclude='*/usr/share/doc' \
+    --exclude='*/usr/share/man' --exclude='*/usr/share/locale' "$rootfs" | cut -f1
+}
+
 # In the chroot, with the image's PATH and nothing else from this environment.
 as_root() { chroot "$rootfs" env -i PATH="$IMAGE_PATH" "$@"; }
 # USER is "uid:gid" (numeric, as Kubernetes' runAsNonRoot needs) or a name (its own group).
@@ -106,6 +115,7 @@ while IFS=$'\t' read -r keyword args; do
       say "FROM $args: debootstrap --variant=minbase $suite ($MIRROR)"
       debootstrap --variant=minbase --cache-dir="$DEBS_CACHE" "$suite" "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 \
         || { tail -n 20 "$work/debootstrap.log" >&2; die "debootstrap $suite failed (log above)"; }
+      base_mib=$(image_mib)
       # The Debian image's package sources, and name resolution for apt in the chroot.
       cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<EOF
 Types: deb
@@ -167,6 +177,9 @@ say "ok: $binary is stripped ($(stat -c %s "$rootfs$binary") bytes)"
 as_user ldd "$binary" >"$work/ldd.txt" || die "ldd $binary failed"
 if grep 'not found' "$work/ldd.txt"; then die "ldd: missing shared libraries (above)"; fi
 say "ok: ldd finds all $(grep -c '=>' "$work/ldd.txt") libraries"
+# What the runtime stage adds to its base image: the packages it installs and the binary.
+total_mib=$(image_mib)
+say "image size: the runtime stage adds $((total_mib - base_mib)) MiB to its base (the binary $(( $(stat -c %s "$rootfs$binary") / 1048576 )) MiB of it; minbase here: $base_mib MiB)"
 
 version=$(as_user "${entry[@]}" --version) || die "airlock --version failed"
 say "ok: ${entry[*]} --version as $user: $version"

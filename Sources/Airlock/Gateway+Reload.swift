@@ -1,7 +1,6 @@
 public import AirlockConfig
 import AirlockIO
 import AirlockSecurity
-import Foundation
 import Logging
 
 /// What a reload did: the new generation and what changed, or every reason it was refused.
@@ -151,7 +150,7 @@ extension GatewayContext {
         var bytes: [UInt8] = []
         for path in security.caFiles + security.certificateFiles.flatMap({ $0 }) {
             bytes += Array(path.utf8) + [0]
-            bytes += (try? Data(contentsOf: URL(fileURLWithPath: path))).map(Array.init) ?? []
+            bytes += (try? LocalFile.read(path)) ?? []
         }
         return SHA256.hash(bytes)
     }

@@ -1,5 +1,4 @@
-import Foundation   // Error.localizedDescription (FoundationEssentials has Data and URL, not that)
-import Yams
+import AirlockYAML
 
 extension AirlockConfig {
     /// Parses and validates a YAML document. Throws `ConfigError` listing every problem.
@@ -13,11 +12,11 @@ extension AirlockConfig {
     static func read(yaml: String, environment: [String: String]? = nil, validating: Bool) throws -> AirlockConfig {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: yaml)
+            root = try YAMLComposer.compose(yaml: yaml)
         } catch {
             throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "invalid YAML: \(Self.yamlErrorSummary(error))")])
         }
-        var reader = ConfigReader(environment: environment ?? ProcessInfo.processInfo.environment)
+        var reader = ConfigReader(environment: environment ?? LocalFile.environment)
         let config = reader.readConfig(root)
         var issues = reader.issues
         if validating { issues += config.validationIssues(skipping: reader.failedPaths) }
@@ -27,39 +26,24 @@ extension AirlockConfig {
 
     /// Reads and loads a YAML file. An unreadable file is a `ConfigError` too.
     public static func load(file path: String, environment: [String: String]? = nil) throws -> AirlockConfig {
-        let data: Data
+        let text: String?
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            text = try LocalFile.readText(path)
         } catch {
-            throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "cannot read \(path): \(error.localizedDescription)")])
+            throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "cannot read \(path): \(error)")])
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text else {
             throw ConfigError(issues: [ConfigError.Issue(keyPath: "", message: "\(path) is not UTF-8 text")])
         }
         return try load(yaml: text, environment: environment)
     }
 
-    /// Yams errors quote the document; keep the problem, its position and the context.
-    private static func yamlErrorSummary(_ error: any Error) -> String {
-        guard let error = error as? YamlError else { return String(describing: error) }
-        func describe(_ context: YamlError.Context?, _ problem: String, _ mark: Mark) -> String {
-            var text = "line \(mark.line), column \(mark.column): \(problem)"
-            if let context { text += " (\(context.text) at line \(context.mark.line), column \(context.mark.column))" }
-            if context?.text.contains("alias") == true {
-                text += "; a value starting with \"*\" must be quoted, e.g. host: \"*\""
-            }
-            return text
+    /// libyaml's problem, its position and the context; a hint for the unquoted `*`.
+    private static func yamlErrorSummary(_ error: YAMLError) -> String {
+        var text = error.description
+        if error.context?.text.contains("alias") == true {
+            text += "; a value starting with \"*\" must be quoted, e.g. host: \"*\""
         }
-        switch error {
-        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
-             let .composer(context, problem, mark, _):
-            return describe(context, problem, mark)
-        case let .duplicatedKeysInMapping(duplicates, context):
-            let keys = duplicates.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
-            return "duplicate key \(keys) in the mapping at line \(context.mark.line)"
-        default:
-            let text = String(describing: error)
-            return text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? text
-        }
+        return text
     }
 }

@@ -1,3 +1,5 @@
+// ProcessInfo.activeProcessorCount (cgroup-aware) for `workers: auto`. FoundationEssentials, not
+// Foundation: no ICU, and swift-argument-parser links it into the binary anyway.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,4 +1,4 @@
-import Yams
+import AirlockYAML
 
 extension ConfigReader {
     static let caKeys = ["certificate", "key", "leaf_cache_size"]

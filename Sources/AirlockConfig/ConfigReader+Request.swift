@@ -1,5 +1,5 @@
 import AirlockSerialization
-import Yams
+import AirlockYAML
 
 /// The `request:` block of a route (issue #13): typed and validated here, applied by the request
 /// phase.
@@ -151,7 +151,7 @@ extension ConfigReader {
     private mutating func readParameter(_ node: Node, at path: String) -> ParameterValue? {
         switch node {
         case .scalar(let scalar):
-            return node.null != nil && scalar.style == .plain ? .null : .string(scalar.string)
+            return node.isNull && scalar.style == .plain ? .null : .string(scalar.string)
         case .sequence(let items):
             var values: [ParameterValue] = []
             var ok = true
@@ -179,9 +179,6 @@ extension ConfigReader {
                 }
             }
             return ok ? .dictionary(values) : nil
-        case .alias:
-            fail(path, "aliases are not supported here")
-            return nil
         }
     }
 

@@ -1,5 +1,5 @@
 import AirlockSerialization
-import Yams
+import AirlockYAML
 
 /// The `response:` block of a route, and the top-level `admin`, `admin_allow_remote` and
 /// `rejects` keys.

@@ -1,4 +1,4 @@
-import Yams
+import AirlockYAML
 import AirlockSecurity
 
 /// Walks a composed YAML tree into an `AirlockConfig`, recording every
@@ -35,7 +35,7 @@ struct ConfigReader {
     mutating func readConfig(_ root: Node?) -> AirlockConfig {
         var config = AirlockConfig.embeddedDefault
         config.routes = []
-        guard let root, root.null == nil else {
+        guard let root, !root.isNull else {
             fail("routes", "at least one route is required (the document is empty)")
             return config
         }
@@ -112,7 +112,7 @@ struct ConfigReader {
     }
 
     private mutating func readRoutes(_ node: Node) -> [RouteConfig] {
-        guard node.null == nil else {
+        guard !node.isNull else {
             fail("routes", "at least one route is required")
             return []
         }
@@ -248,7 +248,7 @@ struct ConfigReader {
             let items: [Node]
             switch list {
             case .sequence(let seq): items = Array(seq)
-            case .scalar where list.null == nil: items = [list]
+            case .scalar where !list.isNull: items = [list]
             default:
                 fail(keyPath, "expected a list of addresses or ranges, e.g. [10.0.0.0/8, \"fd00::/8\"]")
                 continue
@@ -342,7 +342,7 @@ struct ConfigReader {
             fail(path, "expected a single value, got \(Self.kind(of: node))")
             return nil
         }
-        if node.null != nil && scalar.style == .plain {
+        if node.isNull && scalar.style == .plain {
             fail(path, "a value is required")
             return nil
         }
@@ -356,10 +356,9 @@ struct ConfigReader {
 
     static func kind(of node: Node) -> String {
         switch node {
-        case .scalar: return node.null != nil ? "nothing" : "a single value"
+        case .scalar: return node.isNull ? "nothing" : "a single value"
         case .mapping: return "a mapping"
         case .sequence: return "a list"
-        case .alias: return "an alias"
         }
     }
 

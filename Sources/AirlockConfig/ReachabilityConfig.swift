@@ -1,4 +1,4 @@
-import Yams
+import AirlockYAML
 
 /// `reachability:` (top level): whether fixed upstreams are probed, and how long a route whose
 /// upstream is unreachable fails fast before one request tries it again.

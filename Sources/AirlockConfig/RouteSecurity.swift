@@ -1,10 +1,5 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AirlockSecurity
-import Yams
+import AirlockYAML
 
 /// A route's `security:` block: the AFSecurityPolicy-style trust decision for TLS upstreams,
 /// and the files it names.
@@ -171,8 +166,8 @@ extension ConfigReader {
 /// .cer/.der/.pem/.crt files in name order.
 enum CertificateFiles {
     static func expand(_ path: String) -> [String] {
-        guard FileManager.default.fileExists(atPath: path) else { return [] }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [path] }
+        guard LocalFile.exists(path) else { return [] }
+        guard let names = LocalFile.directoryEntries(path) else { return [path] }
         let exts = [".cer", ".der", ".pem", ".crt"]
         return names.filter { name in exts.contains { name.lowercased().hasSuffix($0) } }
             .sorted().map { path.hasSuffix("/") ? path + $0 : path + "/" + $0 }

@@ -1,5 +1,4 @@
-import Foundation
-import Yams
+import AirlockYAML
 
 /// Where an effective setting came from. Precedence, highest first: a command-line flag, an
 /// `AIRLOCK_*` environment variable, the config file, the built-in default.
@@ -127,8 +126,8 @@ public struct Settings: Sendable {
 
     /// The keys at the top of a YAML file (empty when it cannot be read: `load` reports that).
     static func topLevelKeys(ofFile path: String) -> Set<String> {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              case .mapping(let pairs)? = try? Yams.compose(yaml: text) else { return [] }
+        guard let text = try? LocalFile.readText(path),
+              case .mapping(let pairs)? = try? YAMLComposer.compose(yaml: text) else { return [] }
         return Set(pairs.compactMap { $0.key.scalar?.string })
     }
 

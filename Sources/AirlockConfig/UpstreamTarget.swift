@@ -1,5 +1,3 @@
-import Foundation   // String.range(of:)
-
 /// A fixed upstream origin: scheme, host and port, nothing else.
 ///
 /// `host` is stored lowercased and without brackets (`::1`), ready for an
@@ -43,7 +41,7 @@ public struct UpstreamTarget: Sendable, Equatable, CustomStringConvertible {
         func fail(_ message: String) -> Result<UpstreamTarget, ConfigError> {
             .failure(ConfigError(keyPath: "", message: message))
         }
-        guard let schemeEnd = text.range(of: "://") else {
+        guard let schemeEnd = text.firstRange(of: "://") else {
             return fail("expected \"origin\" or an http:// or https:// URL, got \"\(text)\"")
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()

@@ -1,7 +1,13 @@
 import Airlock
 import AirlockConfig
 import ArgumentParser
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 @main
 struct AirlockCommand: ParsableCommand {
@@ -16,9 +22,18 @@ struct AirlockCommand: ParsableCommand {
     )
 }
 
-/// Writes `text` and a newline to standard error.
+/// Writes `text` and a newline to standard error (unbuffered: write(2) until all of it is out).
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    let bytes = Array((text + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+        if n > 0 {
+            offset += n
+        } else if errno != EINTR {
+            return
+        }
+    }
 }
 
 /// Prints every issue, one `keyPath: message` line each, to standard error.

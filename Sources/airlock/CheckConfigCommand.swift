@@ -1,7 +1,6 @@
 import Airlock
 import AirlockConfig
 import ArgumentParser
-import Foundation
 
 /// `airlock check-config FILE`: validate and open the files it names, then print the effective config.
 struct CheckConfigCommand: ParsableCommand {
@@ -23,7 +22,7 @@ struct CheckConfigCommand: ParsableCommand {
             // output says where each overridable setting came from.
             var flags = Settings.Flags(config: file)
             flags.configFlag = "FILE"
-            let settings = try Settings.load(flags: flags, environment: ProcessInfo.processInfo.environment)
+            let settings = try Settings.load(flags: flags, environment: LocalFile.environment)
             _ = try OpenedConfig(opening: settings.config)
             print(settings.renderYAML(), terminator: "")
         } catch let error as ConfigError {

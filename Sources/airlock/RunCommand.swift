@@ -1,7 +1,6 @@
 import Airlock
 import AirlockConfig
 import ArgumentParser
-import Foundation
 import Logging
 
 /// `airlock run`: load the config, start the gateway, block until drained.
@@ -36,7 +35,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         // Precedence: flag > AIRLOCK_* environment variable > the file > the default.
-        let environment = ProcessInfo.processInfo.environment
+        let environment = LocalFile.environment
         let flags = Settings.Flags(config: config, listen: listen, workers: workers, logLevel: logLevel?.rawValue)
         let level = Settings.logLevel(flags: flags, environment: environment)
         AirlockLogging.bootstrap(level: Logger.Level(rawValue: level) ?? .info)
@@ -68,7 +67,7 @@ struct RunCommand: ParsableCommand {
             let gateway = try Gateway(config: opened, logger: logger)
             // SIGHUP and POST /reload read the same file and environment again, with the same flags.
             gateway.reloadSource = {
-                try OpenedConfig(opening: Settings.load(flags: flags, environment: ProcessInfo.processInfo.environment).config)
+                try OpenedConfig(opening: Settings.load(flags: flags, environment: LocalFile.environment).config)
             }
             try gateway.run()
         } catch {
