@@ -42,15 +42,24 @@ enum BodyPump {
     /// Moves decoded payload from `src` to `dst`, re-framing chunked output.
     /// Returns when the body is complete or the input has nothing more to decode.
     /// `bounded`: stops once `dst` holds `highWatermark` bytes (backpressure).
-    /// `sample` (a report-only reject) keeps a copy of the first payload bytes for its record.
+    /// `sample` (a report-only reject) keeps a copy of the first payload bytes for its record;
+    /// `tee` (a response the cache may store) a copy of the whole body.
     @inline(__always)
     static func relay(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
                       bounded: Bool = true, highWatermark: Int, sample: ResponseValidation? = nil,
-                      counted: (Int) -> Void) throws(WireError) {
+                      tee: CacheState? = nil, counted: (Int) -> Void) throws(WireError) {
         let chunked = out == .chunked
         try BodyPump.pump(src, &decoder, end: { if chunked { dst.write(ChunkedEncoder.last) } }) { n in
             if let sample, sample.sampleRoom > 0 {
                 src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
+            }
+            if let tee, tee.teeing {   // a copy for the response cache, up to its `max_object`
+                if tee.body.count + n <= tee.maxObject {
+                    src.withInput(max: n) { tee.body.append(contentsOf: $0) }
+                } else {
+                    tee.teeing = false
+                    tee.body = []
+                }
             }
             if chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
             src.moveInput(n, to: dst)

@@ -78,6 +78,9 @@ extension ClientConnection {
             case .proceed: break
             }
         }
+        // The cache lookup (`routes[].cache`): answered from memory, or waiting for another
+        // request's fill of the same key, or on to the upstream.
+        if route.config.cache != nil, ex.cacheLookup() { return }
         if req.expectsContinue && req.version == .http11 && !ex.requestBodyDone {
             // We take the body ourselves (and stream it); the upstream never sees Expect.
             stream.write(Self.continueResponse)

@@ -25,6 +25,7 @@ extension Exchange {
     /// The response's last byte is relayed: the machine says whether the exchange ends, or the
     /// client's body is still coming and its rest is judged first (`judgeRestOfRequestBody`).
     func responseDelivered() {
+        if cache != nil { cacheResponseEnded() }   // the store decision
         run(machine.responseComplete())
     }
 
@@ -42,6 +43,7 @@ extension Exchange {
         }
         client.exchangeDetached(self)
         releaseAdmission()
+        if cache != nil { cacheExchangeEnded(end) }
         worker.phases.logging(self, RequestSummary(id: id, request: request, client: client.peer,
                                                    intercepted: client.interception != nil), end)
         client.exchangeEnded(self, end)

@@ -67,7 +67,10 @@ extension Exchange {
                 resumedHeadArrived(head)
                 continue
             }
-            if head.status >= 200 { startResponse(head) }   // interim heads (100, 103) are ours to absorb
+            if head.status >= 200 {   // interim heads (100, 103) are ours to absorb
+                startResponse(head)
+                if cache != nil, cacheResponseStarted(head) { return }   // a 304 freshened the stored response
+            }
             run(machine.responseHeadReceived(status: head.status, validates: route.validator != nil)) {
                 GatewayError(.upstreamMalformed, status: ExchangeMachine.UpstreamFailure.malformed.status,
                              message: "101 Switching Protocols without an Upgrade request", source: .upstream)
@@ -115,7 +118,8 @@ extension Exchange {
         }
         do throws(WireError) {
             try BodyPump.relay(from: u.stream, to: clientStream, decoder: &responseDecoder, out: responseOut,
-                          bounded: bounded, highWatermark: ClientConnection.writeHighWatermark, sample: validation) { n in
+                          bounded: bounded, highWatermark: ClientConnection.writeHighWatermark, sample: validation,
+                               tee: cache) { n in
                 bytesOut += UInt64(n)
             }
         } catch {

@@ -89,6 +89,8 @@ extension Exchange {
             connectUpstream()   // a pooled connection or a new one; `sendRequestHead` sends the range request
         case .continueResumedBody:
             pumpResponseBody()
+        case .deliverCachedResponse:
+            deliverCached()
         }
     }
 

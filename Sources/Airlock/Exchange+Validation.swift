@@ -83,6 +83,10 @@ extension Exchange {
         responseOut = framing == .none ? .none : .length
         clientKeepAlive = machine.clientKeepAlive(requestKeepAlive: request.keepAlive, clientContinues: client.clientContinues)
         writeResponseHead(framing: framing)
+        if let state = cache, state.fill != nil {   // what the client gets is what may be stored
+            state.body = body
+            state.teeing = body.count <= state.maxObject
+        }
         if v.rejection == nil {
             v.body = []
         } else {

@@ -106,6 +106,8 @@ final class Exchange {
     var validation: ResponseValidation?
     /// Set at the first cut mid-body of a response (`Exchange+Resume`).
     var resumption: Resumption?
+    /// Set on routes with a `cache:` block (`Exchange+Cache`).
+    var cache: CacheState?
 
     init(client: ClientConnection?, id: RequestID, request: RequestHead, route: Route, key: UpstreamKey, limits: WireLimits) {
         self.connection = client

@@ -55,6 +55,9 @@ struct GatewayError: Error, Sendable {
         /// The route's `request.timeout` passed: 504 before any response byte reached the client,
         /// else the response is cut off (logged only).
         case exchangeTimeout = "exchange-timeout"
+        /// 504: `Cache-Control: only-if-cached` and the route's cache holds nothing usable
+        /// (RFC 9111 5.2.1.7); nothing went upstream.
+        case notCached = "not-cached"
     }
 
     enum Source: String, Sendable { case client, upstream, `internal` }

@@ -1,4 +1,4 @@
-import Yams
+import AirlockYAML
 
 /// A route's `resume:` and `cache:` blocks (issue #21).
 extension ConfigReader {

@@ -117,6 +117,7 @@ public struct ExchangeMachine: Sendable, Equatable {
         case finishExchange                  // the client has the whole response and the request is over: the exchange ends
         case resumeDownload                  // the upstream broke mid-body, the response is resumable: ask a connection for the rest (`Range`, `If-Range`)
         case continueResumedBody             // the resumed response continues the client's body: relay it
+        case deliverCachedResponse           // the route's cache answers: write its head and body, no upstream
     }
 
     public let method: Method
@@ -355,6 +356,19 @@ public struct ExchangeMachine: Sendable, Equatable {
         if !isFinished { response = .answered }
         return .answer(keepAlive: clientKeepAlive(requestKeepAlive: requestKeepAlive, clientContinues: clientContinues,
                                                   mustClose: mustClose))
+    }
+
+    // MARK: events: the response cache
+
+    /// The route's cache answers this request (a fresh stored response, one an upstream 304
+    /// just freshened, or its own 504 for `only-if-cached`): the client gets it whole from
+    /// memory (`.deliverCachedResponse`, then `responseComplete`). Only before any response
+    /// head went to the client.
+    public mutating func answeredFromCache() -> Action {
+        guard response == .awaitingHead || response == .validating else { return .none }
+        response = .relaying
+        validation = .none
+        return .deliverCachedResponse
     }
 
     // MARK: events: resuming a download

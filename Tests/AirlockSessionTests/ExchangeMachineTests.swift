@@ -7,6 +7,28 @@ final class ExchangeMachineTests: XCTestCase {
     private func get() -> ExchangeMachine { ExchangeMachine(method: .get, requestHasBody: false) }
     private func post() -> ExchangeMachine { ExchangeMachine(method: .post, requestHasBody: true) }
 
+    // MARK: the response cache (issue #21)
+
+    /// A cached answer takes the place of an upstream response: before any head went to the
+    /// client (also after an upstream 304 refreshed the stored one), never after.
+    func testTheCacheAnswersOnlyBeforeAnyHeadWasSent() {
+        var m = get()
+        XCTAssertEqual(m.answeredFromCache(), .deliverCachedResponse, "a hit: no upstream at all")
+        XCTAssertTrue(m.responseHeadSent)
+        XCTAssertEqual(m.responseComplete(), .finishExchange)
+        XCTAssertEqual(m.reuseDecision(upstreamKeepAlive: true, bodyReadToEnd: true, buffersEmpty: true), .park)
+
+        var revalidated = get()
+        _ = revalidated.upstreamReady(reused: false)
+        XCTAssertEqual(revalidated.answeredFromCache(), .deliverCachedResponse, "the upstream's 304 freshened it")
+
+        var relaying = get()
+        _ = relaying.upstreamReady(reused: false)
+        _ = relaying.responseHeadReceived(status: 200, validates: false)
+        XCTAssertEqual(relaying.answeredFromCache(), .none, "a head already went to the client")
+        XCTAssertEqual(relaying.response, .relaying)
+    }
+
     // MARK: resuming a download (issue #21)
 
     /// A GET relaying its body when the upstream breaks: with an attempt left it resumes
@@ -691,7 +713,7 @@ final class ExchangeMachineTests: XCTestCase {
             .validateResponse, .bufferResponseBody, .drainRejectedBody, .runBodyValidator, .deliverValidatedBody,
             .relayBodyOverLimit, .answerReject(upstreamReusable: true), .absorbInterim, .keepServingHalfClosedClient,
             .relayBufferedBody, .abort, .pauseClientReads, .resumeClientReads, .pauseUpstreamReads, .resumeUpstreamReads,
-            .judgeRestOfRequestBody, .finishExchange, .resumeDownload, .continueResumedBody,
+            .judgeRestOfRequestBody, .finishExchange, .resumeDownload, .continueResumedBody, .deliverCachedResponse,
         ]
         for action in all {
             XCTAssertEqual(produce(action), action, "\(action)")
@@ -791,6 +813,8 @@ final class ExchangeMachineTests: XCTestCase {
             _ = m.responseHeadReceived(status: 200, validates: false)
             _ = m.upstreamCutMidBody(.closed, resumable: true)
             return m.resumedHeadReceived(status: 206, accepted: true)
+        case .deliverCachedResponse:
+            return m.answeredFromCache()
         }
     }
 }

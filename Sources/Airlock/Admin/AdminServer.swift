@@ -98,6 +98,9 @@ final class AdminServer {
         if path == "/tasks" || path.hasPrefix("/tasks/") || path == "/events" {
             return taskRoute(head.method, path, query, c)
         }
+        if path == "/cache" {
+            return cacheRoute(head.method, query, c)
+        }
         if path == "/reload" {
             guard head.method == .post else {
                 return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use POST",
@@ -109,7 +112,7 @@ final class AdminServer {
         }
         switch path {
         case "/rejects", "/healthz", "/readyz", "/metrics", "/upstreams", "/ca": break
-        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /, /rejects, /healthz, /readyz, /metrics, /upstreams, /ca, /tasks, /events or POST /reload)")
+        default: return Self.error(404, "not-found", "no such admin resource: \(path) (try /, /rejects, /healthz, /readyz, /metrics, /upstreams, /ca, /tasks, /events, /cache or POST /reload)")
         }
         guard head.method == .get else {
             return Self.error(405, "method-not-allowed", "\(head.method.name) is not allowed; use GET",
@@ -156,6 +159,61 @@ final class AdminServer {
         }
         e.append("]}\n")
         return Self.response(200, body: e.bytes)
+    }
+
+    // MARK: the response cache
+
+    /// `GET /cache`: the routes' cached entries (all workers), their bytes and hits;
+    /// `DELETE /cache[?url=<absolute URL>]`: removes that URL's entries, or all.
+    private func cacheRoute(_ method: AirlockWire.Method, _ query: [(String, String)], _ c: AdminConnection) -> [UInt8]? {
+        guard let tasks else { return Self.error(404, "not-found", "no cache on this admin listener") }
+        var url: String?
+        for (key, value) in query {
+            guard method == .delete, key == "url" else {
+                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (DELETE /cache takes url)")
+            }
+            url = value
+        }
+        switch method {
+        case .get:
+            tasks.cacheListing { [c] answers in
+                var byRoute: [String: (entries: [ResponseCache.Listing], bytes: Int, hits: Int)] = [:]
+                for w in answers.joined() {
+                    byRoute[w.route, default: ([], 0, 0)].entries += w.entries
+                    byRoute[w.route, default: ([], 0, 0)].bytes += w.bytes
+                    byRoute[w.route, default: ([], 0, 0)].hits += w.counters.hits
+                }
+                var s = "{\"routes\":["
+                for (i, (name, r)) in byRoute.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if i > 0 { s += ",\n" }
+                    s += "{\"route\":"
+                    JSON.appendString(name, to: &s)
+                    s += ",\"entries\":\(r.entries.count),\"bytes\":\(r.bytes),\"hits\":\(r.hits),\"items\":["
+                    for (j, e) in r.entries.enumerated() {
+                        if j > 0 { s += "," }
+                        s += "{\"url\":"
+                        JSON.appendString(e.url, to: &s)
+                        if !e.variant.isEmpty {
+                            s += ",\"variant\":"
+                            JSON.appendString(e.variant, to: &s)
+                        }
+                        s += ",\"status\":\(e.status),\"bytes\":\(e.bytes),\"hits\":\(e.hits),\"age\":\(e.age),\"fresh\":\(e.fresh)}"
+                    }
+                    s += "]}"
+                }
+                s += "]}\n"
+                c.answer(Self.response(200, body: Array(s.utf8)))
+            }
+            return nil
+        case .delete:
+            tasks.cacheRemove(url: url) { [c] removed in
+                c.answer(Self.response(200, body: Array("{\"removed\":\(removed)}\n".utf8)))
+            }
+            return nil
+        default:
+            return Self.error(405, "method-not-allowed", "\(method.name) is not allowed; use GET or DELETE",
+                              extra: [("Allow", "GET, DELETE")])
+        }
     }
 
     // MARK: tasks and events

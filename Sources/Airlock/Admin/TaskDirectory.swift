@@ -32,6 +32,16 @@ final class TaskDirectory: @unchecked Sendable {   // workers reached only throu
         gather({ $0.cancelTasks(id: id) }) { done($0.flatMap { $0 }) }
     }
 
+    /// `GET /cache`: every worker's cache entries per route.
+    func cacheListing(_ done: @escaping ([[WorkerCache]]) -> Void) {
+        gather({ $0.cacheListing() }, done)
+    }
+
+    /// `DELETE /cache[?url=]`: entries removed on every worker.
+    func cacheRemove(url: String?, _ done: @escaping (Int) -> Void) {
+        gather({ $0.cacheRemove(url: url) }) { done($0.reduce(0, +)) }
+    }
+
     private func gather<T: Sendable>(_ ask: @escaping @Sendable (Worker) -> T, _ done: @escaping ([T]) -> Void) {
         let box = Gathering<T>(expected: workers.count, done: done)
         let loop = self.loop

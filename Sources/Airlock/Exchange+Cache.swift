@@ -1,0 +1,181 @@
+import AirlockConfig
+import AirlockIO
+import AirlockSession
+import AirlockWire
+import Glibc
+
+/// What an exchange on a route with a cache (`routes[].cache`) knows of it.
+final class CacheState {
+    /// The request's absolute URL (the cache key's first part).
+    let url: String
+    /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
+    var fill: ResponseCache.Fill?
+    /// The fill's request: the client's, with the stored response's validators.
+    var request: RequestHead?
+    /// The upstream's head as it came (stored without Airlock's own fields).
+    var upstreamHead: ResponseHead?
+    /// The body copied while it is relayed, for the store; `teeing` stops past `max_object`.
+    var body: [UInt8] = []
+    var teeing = false
+    var maxObject = 0
+    /// The response's `Cache-Status` (RFC 9211).
+    var status: CacheStatus?
+    /// What `.deliverCachedResponse` writes.
+    var hit: ResponseCache.Hit?
+    /// It waited for another request's fill.
+    var collapsed = false
+
+    init(url: String) { self.url = url }
+}
+
+/// The cache phases (Pingora's `request_cache_filter` / `response_cache_filter`): a lookup
+/// after the route is known and before any upstream is chosen, and a store decision once the
+/// response is whole and judged by the route's validators (a rejected response is never stored).
+/// `ResponseCache` (AirlockSession) holds every RFC 9111 rule; this carries them out: a hit is
+/// answered from memory (`ExchangeMachine.answeredFromCache`), a miss or a stale entry goes
+/// upstream with the cache's validators, a 304 freshens the entry and serves it, concurrent
+/// misses of one key wait for the first (`Worker.waitForFill`).
+extension Exchange {
+    /// The lookup: true when the exchange is answered (a hit, `only-if-cached`) or waits for
+    /// another's fill; false when it goes upstream.
+    func cacheLookup(joinFill: Bool = true) -> Bool {
+        let scheme: Scheme = client.interception != nil ? .https : .http
+        guard routeRef.config.cache != nil, let url = CacheKey.url(scheme: scheme, request: request) else { return false }
+        let state = cache ?? CacheState(url: url)
+        cache = state
+        let now = Int64(time(nil))
+        let lookup = worker.withCache(routeRef) { c in
+            state.maxObject = c.limits.maxObject
+            return c.lookup(url: url, request: request, now: now, joinFill: joinFill)
+        }
+        switch lookup {
+        case .hit(let hit):
+            state.status = hit.status
+            state.hit = hit
+            run(machine.answeredFromCache())
+            return true
+        case .forward(let fill):
+            state.fill = fill
+            state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
+            var r = request
+            r.headers = fill.upstreamHeaders(request.headers)
+            state.request = r
+            return false
+        case .wait(let key):
+            state.collapsed = true
+            worker.waitForFill(key, self)
+            return true
+        case .bypass(let status):
+            state.status = status
+            return false
+        case .onlyIfCached(let status):
+            state.status = status
+            respond(GatewayError(.notCached, status: 504,
+                                 message: "only-if-cached, and the route's cache holds nothing usable for \(url)", source: .client))
+            return true
+        }
+    }
+
+    /// The fill this exchange waited for ended: look up again (a hit after a store), or go
+    /// upstream on its own (`joinFill: false`: it does not wait a second time).
+    func fillWaitEnded(stored: Bool) {
+        guard isCurrent, machine.awaitingResponseHead, upstream == nil else { return }
+        if !cacheLookup(joinFill: stored) { connectUpstream() }
+    }
+
+    /// The response filter's cache part, on the upstream's final head. A 304 to a revalidation
+    /// freshens the stored response, which is served (true: the head is not relayed). Otherwise
+    /// the head carries `Cache-Status`, and a fill that may store copies the body as it goes.
+    func cacheResponseStarted(_ head: ResponseHead) -> Bool {
+        guard let state = cache else { return false }
+        if let fill = state.fill {
+            if head.status == 304 && fill.revalidates {
+                state.fill = nil
+                let now = Int64(time(nil))
+                let done = worker.withCache(routeRef) { $0.complete(fill, request: request, response: head, body: [], validated: true, now: now) }
+                worker.fillEnded(fill.key, stored: true)
+                if case .refreshed(var hit) = done.outcome {
+                    hit.notModified = done.notModified
+                    state.hit = hit
+                    state.status = done.status
+                    run(machine.answeredFromCache())
+                } else {
+                    // The entry went (purged or replaced) while it was revalidated: the 304 answers a
+                    // condition the client never sent, so it is not relayed.
+                    failExchange(GatewayError(.upstreamMalformed, status: 502,
+                                              message: "the stored response was revalidated (304) but is no longer stored",
+                                              source: .upstream))
+                }
+                return true
+            }
+            state.upstreamHead = head
+            var declared = 0
+            if case .length(let n) = head.declaredFraming { declared = Int(n) }
+            state.teeing = fill.stores && declared <= state.maxObject
+        }
+        if var status = state.status {
+            status.fwdStatus = state.fill != nil ? head.status : nil
+            response?.headers.append(name: "Cache-Status", value: status.fieldValue)
+        }
+        return false
+    }
+
+    /// The store decision, once the response body is whole (relayed, or delivered after the
+    /// route's validators): stored if `ResponseCache` allows it and the validators passed it.
+    func cacheResponseEnded() {
+        guard let state = cache, let fill = state.fill else { return }
+        state.fill = nil
+        var stored = false
+        if state.teeing, let head = state.upstreamHead {
+            let validated = validation.map { $0.rejection == nil } ?? true
+            let now = Int64(time(nil))
+            let body = state.body
+            let done = worker.withCache(routeRef) {
+                $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now)
+            }
+            if case .stored = done.outcome { stored = true }
+        } else {
+            _ = worker.withCache(routeRef) { $0.abandon(fill) }
+        }
+        state.body = []
+        worker.fillEnded(fill.key, stored: stored)
+    }
+
+    /// The exchange ends: a fill that did not complete releases its waiters (they go upstream
+    /// themselves), and an unsafe method's success invalidates the URL (RFC 9111 4.4).
+    func cacheExchangeEnded(_ end: ExchangeEnd) {
+        guard let state = cache else { return }
+        if let fill = state.fill {
+            state.fill = nil
+            _ = worker.withCache(routeRef) { $0.abandon(fill) }
+            worker.fillEnded(fill.key, stored: false)
+        }
+        if case .completed = end, request.method != .get, request.method != .head, let head = response {
+            _ = worker.withCache(routeRef) { $0.invalidate(method: request.method, url: state.url, response: head) }
+        }
+    }
+
+    /// `.deliverCachedResponse`: the stored head (or the 304 the client's own condition asks
+    /// for) with `Age` and `Cache-Status`, then the stored body, written whole (at most
+    /// `max_object`); an upstream that answered a revalidation with 304 goes back to the pool.
+    func deliverCached() {
+        guard let state = cache, let hit = state.hit else { return }
+        state.hit = nil
+        releaseUpstream(bodyReadToEnd: true)
+        var head = hit.notModified ? ResponseCache.notModifiedHead(hit.head) : hit.head
+        head.headers.append(name: "Cache-Status", value: (state.status ?? hit.status).fieldValue)
+        let framing = head.framing(requestMethod: request.method)
+        response = head
+        responseStatus = head.status
+        responseStartedAt = EventLoop.nowNanos()
+        responseFraming = framing
+        responseOut = framing == .none ? .none : .length
+        clientKeepAlive = machine.clientKeepAlive(requestKeepAlive: request.keepAlive, clientContinues: client.clientContinues)
+        writeResponseHead(framing: framing)
+        if framing != .none {
+            clientStream.write(hit.body)
+            bytesOut += UInt64(hit.body.count)
+        }
+        run(machine.responseComplete())
+    }
+}

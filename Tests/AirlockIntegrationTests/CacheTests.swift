@@ -1,0 +1,247 @@
+import AirlockTesting
+import Foundation
+import XCTest
+
+/// Issue #21: a route's response cache (`routes[].cache`, RFC 9111) in front of a real origin,
+/// through real clients (RawClient, curl): what is stored and served, what is revalidated,
+/// invalidated, collapsed and purged, and what never is.
+final class CacheTests: XCTestCase {
+    private var origin: TestOrigin?
+    private var airlock: AirlockProcess?
+
+    override func tearDown() {
+        airlock?.stop()
+        origin?.stop()
+    }
+
+    /// An origin answering `respond`, and Airlock (one worker) with a cache on its route.
+    private func start(cache: String = "{}", extra: String = "",
+                       _ respond: @escaping @Sendable (TestRequest) -> TestResponse) throws -> (TestOrigin, AirlockProcess, UInt16) {
+        let o = try TestOrigin(.respond(respond))
+        origin = o
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1)
+                                  + "\n    cache: \(cache)" + extra + "\nadmin: 127.0.0.1:0\n")
+        airlock = a
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        return (o, a, UInt16(try XCTUnwrap(record["port"] as? Int)))
+    }
+
+    private func get(_ a: AirlockProcess, _ path: String, _ fields: String = "", method: String = "GET") throws -> RawResponse {
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        return try c.exchange("\(method) \(path) HTTP/1.1\r\nHost: cache.test\r\n\(fields)\r\n", method: method)
+    }
+
+    private func admin(_ port: UInt16, _ method: String, _ path: String) throws -> [String: Any] {
+        let c = try RawClient(port: port)
+        defer { c.close() }
+        let r = try c.exchange("\(method) \(path) HTTP/1.1\r\nHost: admin\r\n\r\n", method: method)
+        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+        return Fixture.json(r.body)
+    }
+
+    private static let fresh: [(String, String)] = [("Cache-Control", "max-age=60"), ("ETag", "\"e1\""),
+                                                     ("Content-Type", "text/plain")]
+
+    func testAFreshResponseIsServedFromMemoryWithAgeAndCacheStatus() throws {
+        let (o, a, _) = try start { r in TestResponse(headers: Self.fresh, body: .bytes(Array("body of \(r.target)".utf8))) }
+        let first = try get(a, "/a")
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200")
+        let second = try get(a, "/a")
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(String(decoding: second.body, as: UTF8.self), "body of /a")
+        XCTAssertEqual(second.header("ETag"), "\"e1\"")
+        XCTAssertNotNil(second.header("Age"))
+        XCTAssertTrue(second.header("Cache-Status")?.hasPrefix("Airlock; hit; ttl=") == true, "\(second.header("Cache-Status") ?? "")")
+        let head = try get(a, "/a", method: "HEAD")
+        XCTAssertEqual(head.status, 200)
+        XCTAssertTrue(head.body.isEmpty, "HEAD is served from the stored GET, without a body")
+        XCTAssertEqual(head.header("Content-Length"), "10")
+        XCTAssertEqual(o.requests.map(\.target), ["/a"], "one upstream request for all three")
+    }
+
+    /// What a shared cache must not keep: each is fetched again.
+    func testResponsesAndRequestsThatMustNotBeStoredAreNot() throws {
+        let (o, a, _) = try start { r in
+            var h: [(String, String)] = [("Content-Type", "text/plain")]
+            switch r.target {
+            case "/no-store": h.append(("Cache-Control", "no-store, max-age=60"))
+            case "/private": h.append(("Cache-Control", "private, max-age=60"))
+            case "/cookie": h += [("Cache-Control", "max-age=60"), ("Set-Cookie", "id=1")]
+            default: h.append(("Cache-Control", "max-age=60"))   // /auth: asked with Authorization
+            }
+            return TestResponse(headers: h, body: .bytes(Array("x".utf8)))
+        }
+        for path in ["/no-store", "/private", "/cookie"] {
+            XCTAssertEqual(try get(a, path).status, 200)
+            XCTAssertEqual(try get(a, path).status, 200)
+        }
+        XCTAssertEqual(try get(a, "/auth", "Authorization: Bearer t\r\n").status, 200)
+        XCTAssertEqual(try get(a, "/auth", "Authorization: Bearer t\r\n").status, 200)
+        XCTAssertEqual(o.requests.map(\.target), ["/no-store", "/no-store", "/private", "/private", "/cookie", "/cookie",
+                                                  "/auth", "/auth"])
+    }
+
+    /// `Vary`: one stored variant per value of the named request field.
+    func testVariantsAreKeyedByTheFieldsVaryNames() throws {
+        let (o, a, _) = try start { r in
+            TestResponse(headers: Self.fresh + [("Vary", "Accept-Language")],
+                         body: .bytes(Array("in \(r.header("Accept-Language") ?? "-")".utf8)))
+        }
+        XCTAssertEqual(String(decoding: try get(a, "/v", "Accept-Language: de\r\n").body, as: UTF8.self), "in de")
+        XCTAssertEqual(String(decoding: try get(a, "/v", "Accept-Language: fr\r\n").body, as: UTF8.self), "in fr")
+        XCTAssertEqual(String(decoding: try get(a, "/v", "Accept-Language: de\r\n").body, as: UTF8.self), "in de")
+        XCTAssertEqual(String(decoding: try get(a, "/v", "Accept-Language: fr\r\n").body, as: UTF8.self), "in fr")
+        XCTAssertEqual(o.requests.count, 2, "one upstream request per variant")
+    }
+
+    /// A stale entry (max-age=0) is revalidated with its ETag; the origin's 304 freshens it and
+    /// the stored body is served. A request's `no-cache` revalidates a fresh one too.
+    func testStaleEntriesAreRevalidatedAndA304ServesTheStoredBody() throws {
+        let (o, a, _) = try start { r in
+            if r.header("If-None-Match") == "\"e1\"" {
+                return TestResponse(status: 304, reason: "Not Modified", headers: [("ETag", "\"e1\""), ("Cache-Control", "max-age=0")])
+            }
+            return TestResponse(headers: [("Cache-Control", "max-age=0"), ("ETag", "\"e1\"")], body: .bytes(Array("stored".utf8)))
+        }
+        XCTAssertEqual(try get(a, "/s").status, 200)
+        let revalidated = try get(a, "/s")
+        XCTAssertEqual(revalidated.status, 200)
+        XCTAssertEqual(String(decoding: revalidated.body, as: UTF8.self), "stored")
+        XCTAssertEqual(revalidated.header("Cache-Status"), "Airlock; fwd=stale; fwd-status=304")
+        XCTAssertEqual(o.requests.last?.header("If-None-Match"), "\"e1\"")
+        // The client's own condition is answered from the cache: 304 without a body.
+        let conditional = try get(a, "/s", "If-None-Match: \"e1\"\r\n")
+        XCTAssertEqual(conditional.status, 304)
+        XCTAssertTrue(conditional.body.isEmpty)
+        XCTAssertEqual(o.requests.count, 3)
+    }
+
+    func testARequestsNoCacheRevalidatesAFreshEntry() throws {
+        let (o, a, _) = try start { r in
+            if r.header("If-None-Match") != nil { return TestResponse(status: 304, reason: "Not Modified", headers: Self.fresh) }
+            return TestResponse(headers: Self.fresh, body: .bytes(Array("fresh".utf8)))
+        }
+        XCTAssertEqual(try get(a, "/n").status, 200)
+        let r = try get(a, "/n", "Cache-Control: no-cache\r\n")
+        XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "fresh")
+        XCTAssertEqual(r.header("Cache-Status"), "Airlock; fwd=request; fwd-status=304")
+        XCTAssertEqual(o.requests.count, 2)
+    }
+
+    /// RFC 9111 4.4: a successful POST to the URL drops what was stored for it.
+    func testAnUnsafeMethodInvalidatesTheURL() throws {
+        let (o, a, _) = try start { r in TestResponse(headers: Self.fresh, body: .bytes(Array(r.method.utf8))) }
+        XCTAssertEqual(try get(a, "/u").status, 200)
+        XCTAssertEqual(try get(a, "/u").header("Cache-Status")?.hasPrefix("Airlock; hit") ?? false, true)
+        XCTAssertEqual(try get(a, "/u", "Content-Length: 0\r\n", method: "POST").status, 200)
+        XCTAssertEqual(try get(a, "/u").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200")
+        XCTAssertEqual(o.requests.map(\.method), ["GET", "POST", "GET"])
+    }
+
+    /// Concurrent misses of one URL: one upstream request; the others wait for it and are
+    /// served what it stored.
+    func testConcurrentMissesMakeOneUpstreamRequest() throws {
+        let (o, a, _) = try start { _ in
+            Thread.sleep(forTimeInterval: 0.5)   // the miss is slow: the others arrive meanwhile
+            return TestResponse(headers: Self.fresh, body: .pattern(count: 200_000))
+        }
+        let expected = try sha256Hex(patternBytes(count: 200_000))
+        let group = DispatchGroup()
+        let results = Results()
+        for _ in 0..<6 {
+            group.enter()
+            DispatchQueue.global().async {
+                defer { group.leave() }
+                let r = try? Curl.run(["-H", "Host: cache.test", "-D", "-", "-o", "/dev/null", "-w", "%{http_code}",
+                                       "http://127.0.0.1:\(a.port)/slow"], timeout: 10)
+                results.add(r)
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 20), .success)
+        let all = results.all
+        XCTAssertEqual(all.count, 6)
+        for r in all {
+            XCTAssertEqual(r?.exitCode, 0)
+            XCTAssertTrue(r?.stdoutString.hasSuffix("200") == true, r?.stdoutString ?? "no result")
+        }
+        XCTAssertEqual(o.requests.count, 1, "one upstream request for six concurrent misses")
+        let body = try get(a, "/slow").body
+        XCTAssertEqual(try sha256Hex(body), expected)
+    }
+
+    final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [ProcessResult?] = []
+        func add(_ r: ProcessResult?) { lock.withLock { items.append(r) } }
+        var all: [ProcessResult?] { lock.withLock { items } }
+    }
+
+    /// AFAutoPurgingImageCache's rule: 10× `memory` requested, the stored bytes never pass it;
+    /// the most recent entries are the ones kept.
+    func testMemoryStaysWithinItsBoundWhileTenTimesItIsRequested() throws {
+        let (o, a, adminPort) = try start(cache: "{ memory: 1MiB, purge_to: 600KiB, max_object: 200KiB }") { _ in
+            TestResponse(headers: Self.fresh, body: .pattern(count: 100_000))
+        }
+        for i in 0..<100 {   // 100 × ~100 KB = 10 MB
+            XCTAssertEqual(try get(a, "/m/\(i)").status, 200)
+            if i % 10 == 9 {
+                let cache = try admin(adminPort, "GET", "/cache")
+                let route = (cache["routes"] as? [[String: Any]])?.first
+                XCTAssertLessThanOrEqual(route?["bytes"] as? Int ?? .max, 1 << 20, "after \(i + 1) responses")
+            }
+        }
+        XCTAssertEqual(try get(a, "/m/99").header("Cache-Status")?.hasPrefix("Airlock; hit") ?? false, true, "the latest is kept")
+        XCTAssertEqual(try get(a, "/m/0").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200", "the oldest went")
+        XCTAssertEqual(o.requests.count, 101)
+    }
+
+    /// A response the route's validation rejects is never stored, even in report-only mode
+    /// where the client gets it.
+    func testARejectedResponseIsNeverStored() throws {
+        let (o, a, _) = try start(extra: """
+
+                response:
+                  serializer: json
+                  mode: report-only
+            """) { r in
+            TestResponse(headers: [("Cache-Control", "max-age=60"), ("Content-Type", "application/json")],
+                         body: .bytes(Array((r.target == "/json" ? "{\"ok\":true}" : "not json").utf8)))
+        }
+        XCTAssertEqual(try get(a, "/bad").status, 200)
+        XCTAssertEqual(try get(a, "/bad").status, 200)
+        XCTAssertEqual(try get(a, "/json").status, 200)
+        XCTAssertEqual(try get(a, "/json").header("Cache-Status")?.hasPrefix("Airlock; hit") ?? false, true)
+        XCTAssertEqual(o.requests.map(\.target), ["/bad", "/bad", "/json"])
+    }
+
+    /// `GET /cache` lists what is stored; `DELETE /cache?url=` and `DELETE /cache` remove it;
+    /// `only-if-cached` with nothing stored is 504 not-cached; the counters reach /metrics.
+    func testTheAdminListsAndRemovesEntriesAndOnlyIfCachedIsAnswered() throws {
+        try PrometheusText.requireParser()
+        let (o, a, adminPort) = try start { _ in TestResponse(headers: Self.fresh, body: .bytes(Array("x".utf8))) }
+        XCTAssertEqual(try get(a, "/one").status, 200)
+        XCTAssertEqual(try get(a, "/two").status, 200)
+        XCTAssertEqual(try get(a, "/one").status, 200)
+        let listing = try admin(adminPort, "GET", "/cache")
+        let route = try XCTUnwrap((listing["routes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(route["entries"] as? Int, 2)
+        XCTAssertEqual(route["hits"] as? Int, 1)
+        XCTAssertEqual(Set((route["items"] as? [[String: Any]])?.compactMap { $0["url"] as? String } ?? []),
+                       ["http://cache.test/one", "http://cache.test/two"])
+        XCTAssertEqual(try admin(adminPort, "DELETE", "/cache?url=http://cache.test/one")["removed"] as? Int, 1)
+        XCTAssertEqual(try get(a, "/one").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200")
+        XCTAssertEqual(try admin(adminPort, "DELETE", "/cache")["removed"] as? Int, 2)
+        let notCached = try get(a, "/two", "Cache-Control: only-if-cached\r\n")
+        XCTAssertEqual(notCached.status, 504)
+        XCTAssertEqual(Fixture.json(notCached.body)["error"] as? String, "not-cached")
+        XCTAssertEqual(o.requests.count, 3)
+        let c = try RawClient(port: adminPort)
+        defer { c.close() }
+        let metrics = try PrometheusText(try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        XCTAssertEqual(metrics.value("airlock_cache_hits_total", ["route": "api"]), 1)
+        XCTAssertEqual(metrics.value("airlock_cache_misses_total", ["route": "api"]), 4)
+        XCTAssertEqual(metrics.value("airlock_cache_stores_total", ["route": "api"]), 3)
+    }
+}
