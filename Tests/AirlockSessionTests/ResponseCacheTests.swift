@@ -141,11 +141,11 @@ final class ResponseCacheTests: XCTestCase {
     func testEntriesOverMaxObjectAreNotStored() throws {
         var cache = ResponseCache(limits: .init(memory: 10_000, purgeTo: 5_000, maxObject: 1_000))
         let response = ok(date0, "Cache-Control: max-age=600")
-        XCTAssertTrue(isStored(fill(&cache, get("/probe"), response, body: [UInt8](repeating: 1, count: 100), at: t0)))
-        let head = try XCTUnwrap(cache.listing(now: t0).first).bytes - 100   // the same for any 3-digit length
-        XCTAssertEqual(refusal(fill(&cache, get("/big"), response, body: [UInt8](repeating: 1, count: 1_001 - head), at: t0)),
+        XCTAssertTrue(isStored(fill(&cache, get("/p1"), response, body: [UInt8](repeating: 1, count: 100), at: t0)))
+        let head = try XCTUnwrap(cache.listing(now: t0).first).bytes - 100   // the same for any 3-digit length and 3-byte path
+        XCTAssertEqual(refusal(fill(&cache, get("/p2"), response, body: [UInt8](repeating: 1, count: 1_001 - head), at: t0)),
                        .tooLarge)
-        XCTAssertTrue(isStored(fill(&cache, get("/fits"), response, body: [UInt8](repeating: 1, count: 1_000 - head), at: t0)))
+        XCTAssertTrue(isStored(fill(&cache, get("/p3"), response, body: [UInt8](repeating: 1, count: 1_000 - head), at: t0)))
         XCTAssertEqual(cache.listing(now: t0).first?.bytes, 1_000, "exactly max_object is stored")
     }
 
@@ -401,6 +401,31 @@ final class ResponseCacheTests: XCTestCase {
     }
 
     // MARK: invalidation (RFC 9111 4.4)
+    /// Every variant of a URL goes with it (an invalidation, `DELETE /cache?url=`), and a URL
+    /// whose last variant went is a `uri-miss` again, not a `vary-miss`.
+    func testVariantsGoWithTheirURL() throws {
+        var cache = ResponseCache(limits: .init(memory: 100_000, purgeTo: 1, maxObject: 100_000))
+        let varying = ok(date0, "Cache-Control: max-age=60", "Vary: Accept-Encoding")
+        let gzip = get("/a", "Accept-Encoding: gzip"), br = get("/a", "Accept-Encoding: br")
+        fill(&cache, gzip, varying, at: t0)
+        fill(&cache, br, varying, at: t0)
+        XCTAssertEqual(cache.invalidate(method: .put, url: url, response: responseHead("HTTP/1.1 204 No Content")), 2)
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertEqual(try XCTUnwrap(forward(cache.lookup(url: url, request: gzip, now: t0, joinFill: false))).forward, .uriMiss)
+
+        var other = ResponseCache()
+        fill(&other, gzip, varying, at: t0)
+        fill(&other, br, varying, at: t0)
+        XCTAssertEqual(other.remove(url: url), 2)
+        XCTAssertEqual(try XCTUnwrap(forward(other.lookup(url: url, request: br, now: t0, joinFill: false))).forward, .uriMiss)
+
+        // Purged one by one for memory: the URL is forgotten with its last variant.
+        fill(&cache, gzip, varying, at: t0)
+        fill(&cache, get("/b"), ok(date0, "Cache-Control: max-age=60"), body: [UInt8](repeating: 0, count: 99_000), at: t0)
+        XCTAssertEqual(cache.listing(now: t0).map(\.url), [], "both purged to purge_to 1")
+        XCTAssertEqual(try XCTUnwrap(forward(cache.lookup(url: url, request: gzip, now: t0))).forward, .uriMiss)
+    }
+
 
     func testUnsafeMethodsInvalidateTheURLAndSameOriginLocations() {
         var cache = ResponseCache()
@@ -426,22 +451,39 @@ final class ResponseCacheTests: XCTestCase {
     // MARK: memory (AFAutoPurgingImageCache)
 
     func testPastMemoryTheLeastRecentlyUsedArePurgedToPurgeTo() throws {
-        var cache = ResponseCache(limits: .init(memory: 1_000, purgeTo: 700, maxObject: 400))
         let fresh = ok(date0, "Cache-Control: max-age=600")
         let body = [UInt8](repeating: 7, count: 200)
+        var probe = ResponseCache()
+        fill(&probe, get("/0"), fresh, body: body, at: t0)
+        let each = try XCTUnwrap(probe.listing(now: t0).first).bytes   // what one entry counts
+        // Three entries fit in memory, a fourth passes it; a purge must drop two to reach purge_to.
+        var cache = ResponseCache(limits: .init(memory: 3 * each + each / 2, purgeTo: 2 * each - 1, maxObject: each))
         for path in ["/1", "/2", "/3"] { XCTAssertTrue(isStored(fill(&cache, get(path), fresh, body: body, at: t0))) }
-        let each = try XCTUnwrap(cache.listing(now: t0).first).bytes
-        XCTAssertEqual(cache.bytes, 3 * each, "three entries fit in memory")
-        XCTAssertGreaterThan(4 * each, 1_000, "a fourth passes memory")
-        XCTAssertGreaterThan(3 * each, 700, "purging one is not enough to reach purge_to")
-        XCTAssertLessThanOrEqual(2 * each, 700, "purging two is")
+        XCTAssertEqual(cache.bytes, 3 * each)
         XCTAssertEqual(cache.counters.evictions, 0)
         XCTAssertNotNil(hit(cache.lookup(url: "http://o.test/1", request: get("/1"), now: t0)))   // /1 is now the most recent
         fill(&cache, get("/4"), fresh, body: body, at: t0)
-        XCTAssertEqual(cache.listing(now: t0).map(\.url), ["http://o.test/4", "http://o.test/1"],
-                       "/2 then /3 purged (least recently used) until at most purge_to")
-        XCTAssertEqual(cache.bytes, 2 * each)
-        XCTAssertEqual(cache.counters.evictions, 2)
+        XCTAssertEqual(cache.listing(now: t0).map(\.url), ["http://o.test/4"],
+                       "/2, /3 then /1 purged (least recently used first) until at most purge_to")
+        XCTAssertEqual(cache.bytes, each)
+        XCTAssertEqual(cache.counters.evictions, 3)
+
+        var roomier = ResponseCache(limits: .init(memory: 3 * each + each / 2, purgeTo: 2 * each, maxObject: each))
+        for path in ["/1", "/2", "/3"] { fill(&roomier, get(path), fresh, body: body, at: t0) }
+        _ = roomier.lookup(url: "http://o.test/1", request: get("/1"), now: t0)
+        fill(&roomier, get("/4"), fresh, body: body, at: t0)
+        XCTAssertEqual(roomier.listing(now: t0).map(\.url), ["http://o.test/4", "http://o.test/1"], "/2 then /3 go, /1 stays")
+        XCTAssertEqual(roomier.counters.evictions, 2)
+    }
+
+    /// An entry counts more than its text: the key, the tables' slots and the allocator's
+    /// headers (`entryOverhead`), so many tiny responses cannot hold many times `memory`.
+    func testAnEntryCountsItsOverheadBesidesItsText() throws {
+        var cache = ResponseCache()
+        fill(&cache, get("/a"), ok("Cache-Control: max-age=60"), body: [], at: t0)
+        let row = try XCTUnwrap(cache.listing(now: t0).first)
+        XCTAssertGreaterThanOrEqual(row.bytes, 500 + "http://o.test/a".utf8.count + "Cache-Control: max-age=60".utf8.count,
+                                    "a tiny entry held ~1 KiB resident when measured; at least half of that is counted")
     }
 
     func testMemoryStaysBoundedWhileTenTimesItIsRequested() {
