@@ -9,19 +9,20 @@ import AirlockWire
 extension ClientConnection {
     /// A CONNECT that passed the request filter: refused (403 no-route / connect-denied /
     /// connect-port-denied, then closed), tunnelled, or handed to interception.
-    func dispatchConnect(_ req: RequestHead, id: RequestID) {
+    func dispatchConnect(_ ex: Exchange) {
+        let (req, id) = (ex.request, ex.id)
         let peer: ConnectPeer
         switch worker.phases.connectPeer(req) {
         case .success(let p): peer = p
         case .failure(let e):
-            respondError(e, requestID: id, request: req)
+            ex.respond(e)
             return
         }
         switch peer.policy {
         case .deny:
             break   // connectPeer refuses these
         case .intercept:
-            beginInterception(req, id: id, peer: peer)
+            beginInterception(ex, peer: peer)
         case .tunnel:
             lifecycle.tunnelStarted()
             let t = Tunnel(client: self, id: id, request: req, peer: peer)

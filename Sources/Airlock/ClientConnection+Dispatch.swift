@@ -18,31 +18,31 @@ extension ClientConnection {
     func dispatch(_ req: RequestHead) {
         var id = worker.nextRequestID()
         id.client = RequestIDField.clientID(in: req.headers)
+        // The exchange's context exists before its first phase: a request refused by any phase
+        // is answered and logged from it like every other.
+        let ex = Exchange(client: self, id: id, request: req, limits: worker.wireLimits)
         let phases = worker.phases
         if let e = phases.requestFilter(req) {
-            respondError(e, requestID: id, request: req)
+            ex.respond(e)
             return
         }
         if req.method == .connect {
             if interception != nil {
-                respondError(GatewayError(.connectInsideIntercept, status: 400,
-                                          message: "a CONNECT inside an intercepted tunnel is not allowed",
-                                          source: .client, mustClose: true),
-                             requestID: id, request: req)
+                ex.respond(GatewayError(.connectInsideIntercept, status: 400,
+                                        message: "a CONNECT inside an intercepted tunnel is not allowed",
+                                        source: .client, mustClose: true))
                 return
             }
-            dispatchConnect(req, id: id)
+            dispatchConnect(ex)
             return
         }
-        let peer: UpstreamPeer
         switch interception.map({ phases.interceptedPeer(req, $0) }) ?? phases.upstreamPeer(req) {
-        case .success(let p): peer = p
+        case .success(let peer): ex.routed(peer)
         case .failure(let e):
-            respondError(e, requestID: id, request: req)
+            ex.respond(e)
             return
         }
-        let route = peer.route
-        let ex = Exchange(client: self, id: id, request: req, route: route, key: peer.key, limits: worker.wireLimits)
+        let route: Route = ex.routeRef
         worker.context.metrics.inFlight.increment()
         ex.inFlight = true
         exchange = ex

@@ -7,15 +7,15 @@ import AirlockWire
 /// Answers given before a request became an exchange, and what the connection does once an
 /// exchange has ended (`Exchange.end`): the next request, or the close.
 extension ClientConnection {
-    /// Refused before it became an exchange (unparsable, filtered, unrouted, timed out): `e`'s
-    /// status and JSON body, logged, and the connection kept only when the request was whole
-    /// and the error does not make it untrustworthy (the machine's keep-alive rule).
-    func respondError(_ e: GatewayError, requestID: RequestID, request: RequestHead? = nil) {
-        let keepAlive = ExchangeMachine.clientKeepAlive(requestKeepAlive: request?.keepAlive ?? false,
-                                                        requestWhole: request?.framing == BodyFraming.none,
+    /// A head that never became a request (unparsable, truncated, not complete within
+    /// `header_timeout`): `e`'s status and JSON body, logged, and the connection closed unless
+    /// the machine's keep-alive rule says otherwise (it never does without a request). Every
+    /// parsed request has its `Exchange` and is answered through it (`Exchange.respond`).
+    func respondError(_ e: GatewayError, requestID: RequestID) {
+        let keepAlive = ExchangeMachine.clientKeepAlive(requestKeepAlive: false, requestWhole: false,
                                                         clientContinues: clientContinues, mustClose: e.mustClose)
         writeAnswer(e, keepAlive: keepAlive, requestID: requestID)
-        worker.phases.logging(nil, RequestSummary(id: requestID, request: request, client: peer, intercepted: interception != nil),
+        worker.phases.logging(unparsed: RequestSummary(id: requestID, request: nil, client: peer, intercepted: interception != nil),
                               .answered(e, keepAlive: keepAlive))
         continueAfter(keepAlive: keepAlive)
     }

@@ -11,14 +11,15 @@ import AirlockWire
 /// (`Interception`). Only the handshake is new here; the stream does the TLS itself.
 extension ClientConnection {
     /// Called by `dispatchConnect` for an accepted CONNECT on an `intercept` route.
-    func beginInterception(_ req: RequestHead, id: RequestID, peer: ConnectPeer) {
+    func beginInterception(_ ex: Exchange, peer: ConnectPeer) {
+        let (req, id) = (ex.request, ex.id)
         guard let context = worker.context.ca?.serverContext, case .authority(let host, let port) = req.target else {
             // The configuration refuses intercept routes without a CA; kept fail-closed anyway.
             var e = GatewayError(.connectInterceptUnavailable, status: 501,
                                  message: "route \(peer.route.config.name) says connect: intercept, but no ca: is loaded",
                                  source: .internal, mustClose: true)
             e.extra = [("host", .string(peer.target)), ("route", .string(peer.route.config.name))]
-            respondError(e, requestID: id, request: req)
+            ex.respond(e)
             return
         }
         lifecycle.interceptStarted()

@@ -24,12 +24,22 @@ final class Exchange {
     private unowned(unsafe) let workerRef: Worker?
     var clientStream: Stream { stream.unsafelyUnwrapped }
     var worker: Worker { workerRef.unsafelyUnwrapped }
+
+    /// The upstream peer phase's answer: the route and the upstream's key.
+    func routed(_ peer: UpstreamPeer) {
+        routeRef = peer.route
+        key = peer.key
+    }
     let id: RequestID
     let request: RequestHead
-    let routeRef: Route
+    /// The route and its upstream's key: set by the upstream peer phase (`routed`); nil only
+    /// for a request the request filter refused, or one no route matched.
+    private(set) var routeRef: Route!
     /// The route's configuration, read in place (never copied per access).
     var route: RouteConfig { _read { yield routeRef.config } }
-    let key: UpstreamKey
+    private(set) var key: UpstreamKey!
+    /// Whether the upstream peer phase gave it a route (else it was refused before).
+    var isRouted: Bool { routeRef != nil }
     let started: UInt64
 
     /// The exchange's phase and every decision about it (retry, half-close, reuse): the
@@ -109,14 +119,15 @@ final class Exchange {
     /// Set on routes with a `cache:` block (`Exchange+Cache`).
     var cache: CacheState?
 
-    init(client: ClientConnection?, id: RequestID, request: RequestHead, route: Route, key: UpstreamKey, limits: WireLimits) {
+    /// The context of a parsed request, made before its first phase (Pingora's `new_ctx`): the
+    /// request filter runs over it, the upstream peer phase routes it (`routed`), and every
+    /// request, refused or not, is logged from it.
+    init(client: ClientConnection?, id: RequestID, request: RequestHead, limits: WireLimits) {
         self.connection = client
         self.stream = client?.stream
         self.workerRef = client?.worker
         self.id = id
         self.request = request
-        self.routeRef = route
-        self.key = key
         self.started = EventLoop.nowNanos()
         self.metrics = TaskMetrics(fetchStart: started)
         self.requestDecoder = BodyDecoder(framing: request.framing)

@@ -329,17 +329,12 @@ final class GatewayPhases: ProxyPhases {
     /// failed), the reject record, metrics, the task's final event, the access record. Runs
     /// once per exchange (`ExchangeMachine.claimLogging`); a request that never became an
     /// exchange (`ex` nil) gets its error and access records.
-    func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {
-        guard let ex else {
-            if let e = end.error {
-                logError(e, nil, summary)
-                context.metrics.gatewayError(route: "-", error: e.reason)
-                context.metrics.unrouted.count(e.status)
-            }
-            accessRecord(summary, route: nil, status: end.error?.status ?? 0, complete: end.complete, exchange: nil)
+    func logging(_ ex: Exchange, _ summary: RequestSummary, _ end: ExchangeEnd) {
+        guard ex.machine.claimLogging() else { return }
+        guard ex.isRouted else {
+            logging(unparsed: summary, end)   // refused before a route: the request's own fields only
             return
         }
-        guard ex.machine.claimLogging() else { return }
         let status: Int
         switch end {
         case .completed:
@@ -367,6 +362,17 @@ final class GatewayPhases: ProxyPhases {
             hub.publish(ex.event(ex.outcome, status: status, reason: ex.failure))
         }
         accessRecord(summary, route: ex.route.name, status: status, complete: end.complete, exchange: ex)
+    }
+
+    /// A request answered before it had a route (or a head that never parsed): its error
+    /// record, the unrouted counters, and an access record with the request's own fields.
+    func logging(unparsed summary: RequestSummary, _ end: ExchangeEnd) {
+        if let e = end.error {
+            logError(e, nil, summary)
+            context.metrics.gatewayError(route: "-", error: e.reason)
+            context.metrics.unrouted.count(e.status)
+        }
+        accessRecord(summary, route: nil, status: end.error?.status ?? 0, complete: end.complete, exchange: nil)
     }
 
     /// `request.error`: at error level when the upstream failed, warning otherwise. `route`

@@ -53,8 +53,11 @@ protocol ProxyPhases {
     /// What the route's body validator makes of a response body read whole for it (the head
     /// filter asked for it), before any byte of it reaches the client.
     func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict
-    /// The last phase: every record and counter of one request, exactly once.
-    func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd)
+    /// The last phase: every record and counter of one request, exactly once (also of one
+    /// refused before it was routed: `ex.isRouted` is false).
+    func logging(_ ex: Exchange, _ summary: RequestSummary, _ end: ExchangeEnd)
+    /// The records of a head that never became a request (unparsable, timed out).
+    func logging(unparsed summary: RequestSummary, _ end: ExchangeEnd)
     /// The last phase of a CONNECT tunnel: its records and counters, exactly once
     /// (`TunnelMachine.claimLogging`), whether it ended cleanly, in error, or before the 200.
     func logging(tunnel: Tunnel, _ end: TunnelEnd)
@@ -67,7 +70,8 @@ extension ProxyPhases {
         .relay
     }
     func upstreamResponseBodyFilter(_ ex: Exchange, _ v: ResponseValidation) -> ResponseBodyVerdict { .accepted }
-    func logging(_ ex: Exchange?, _ summary: RequestSummary, _ end: ExchangeEnd) {}
+    func logging(_ ex: Exchange, _ summary: RequestSummary, _ end: ExchangeEnd) {}
+    func logging(unparsed summary: RequestSummary, _ end: ExchangeEnd) {}
     func logging(tunnel: Tunnel, _ end: TunnelEnd) {}
 }
 

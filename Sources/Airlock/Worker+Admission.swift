@@ -34,7 +34,7 @@ extension Worker {
         let decision = admissions[ex.key, default: UpstreamAdmission(limit: connectionShare, queueSize: queueShare)]
             .request(ticket)
         if decision == .wait {
-            let key = ex.key
+            let key: UpstreamKey = ex.key
             let t = Timer(loop: loop) { [unowned self] in self.queueTimedOut(ticket, key: key) }
             t.schedule(after: limits.upstreamQueueTimeout)
             queued[ticket] = QueuedExchange(client: client, exchange: ex, key: key, timer: t)

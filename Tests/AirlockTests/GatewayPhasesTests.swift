@@ -63,8 +63,9 @@ final class GatewayPhasesTests: XCTestCase {
     private func exchange(_ p: GatewayPhases, _ text: String) throws -> Exchange {
         let req = try head(text)
         let peer = try p.upstreamPeer(req).get()
-        return Exchange(client: nil, id: RequestID(prefix: "t", worker: 0, serial: 1), request: req, route: peer.route, key: peer.key,
-                        limits: WireLimits())
+        let ex = Exchange(client: nil, id: RequestID(prefix: "t", worker: 0, serial: 1), request: req, limits: WireLimits())
+        ex.routed(peer)
+        return ex
     }
 
     private func error<T>(_ r: Result<T, GatewayError>, file: StaticString = #filePath, line: UInt = #line) -> GatewayError? {
@@ -587,14 +588,30 @@ final class GatewayPhasesTests: XCTestCase {
         XCTAssertEqual(ex.failure, e.reason)
     }
 
-    func testLoggingOfARequestRefusedBeforeAnyExchange() throws {
+    /// The context exists before the first phase: a request refused before it had a route is
+    /// logged from it like any other, once, with the request's own fields.
+    func testLoggingOfARequestRefusedBeforeItHadARoute() throws {
         let p = try phases(Self.originRoute)
         let req = try head("GET / HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n")
-        let summary = RequestSummary(id: RequestID(prefix: "t", worker: 0, serial: 9), request: req,
-                                     client: address("127.0.0.1", 5000))
-        p.logging(nil, summary, .answered(GatewayError(.noRoute, status: 403, message: "no route", source: .client),
-                                          keepAlive: true))
-        XCTAssertEqual(records.all.map(\.message), ["request.error", "request.access"])
+        let ex = Exchange(client: nil, id: RequestID(prefix: "t", worker: 0, serial: 9), request: req, limits: WireLimits())
+        XCTAssertFalse(ex.isRouted)
+        let summary = RequestSummary(id: ex.id, request: req, client: address("127.0.0.1", 5000))
+        let refusal = ExchangeEnd.answered(GatewayError(.noRoute, status: 403, message: "no route", source: .client), keepAlive: true)
+        p.logging(ex, summary, refusal)
+        p.logging(ex, summary, refusal)
+        XCTAssertEqual(records.all.map(\.message), ["request.error", "request.access"], "once")
         XCTAssertEqual(records.messages("request.access").first?["status"]?.description, "403")
+        XCTAssertNil(records.messages("request.access").first?["route"])
+    }
+
+    /// A head that never parsed has no request and no exchange: its own logging phase.
+    func testLoggingOfAHeadThatNeverParsed() throws {
+        let p = try phases(Self.originRoute)
+        let summary = RequestSummary(id: RequestID(prefix: "t", worker: 0, serial: 10), request: nil,
+                                     client: address("127.0.0.1", 5000))
+        p.logging(unparsed: summary, .answered(GatewayError(.headerTimeout, status: 408, message: "slow", source: .client,
+                                                            mustClose: true), keepAlive: false))
+        XCTAssertEqual(records.all.map(\.message), ["request.error", "request.access"])
+        XCTAssertEqual(records.messages("request.access").first?["status"]?.description, "408")
     }
 }
