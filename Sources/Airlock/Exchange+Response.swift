@@ -63,7 +63,7 @@ extension Exchange {
                 upstreamMalformed(u, e)
                 return
             }
-            if machine.response == .resuming {
+            if machine.isResuming {
                 resumedHeadArrived(head)
                 continue
             }
@@ -160,7 +160,7 @@ extension Exchange {
             }
         }
         let failure: ExchangeMachine.UpstreamFailure = timeout ? .timeout : .closed
-        if !validating {
+        if !validating || machine.validation == .buffering {
             // What arrived has gone out: the rest is asked for (`resume:`), or the connection is
             // cut without finishing the framing, so the client sees an incomplete response.
             cutMidBody(failure, cause: cause)

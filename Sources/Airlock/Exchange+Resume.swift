@@ -32,9 +32,15 @@ extension Exchange {
         dropUpstream()
         let resumable = nextResumeAttempt()
         run(machine.upstreamCutMidBody(failure, resumable: resumable)) {
-            GatewayError(failure == .timeout ? .upstreamTimeout : .upstreamClosed, status: responseStatus, message: cause,
-                         source: .upstream)
+            // A cut client keeps the status it saw; a body still being read for the validator is answered.
+            GatewayError(failure == .timeout ? .upstreamTimeout : .upstreamClosed,
+                         status: machine.responseHeadSent ? responseStatus : failure.status, message: cause, source: .upstream)
         }
+    }
+
+    /// Body bytes the client or the route's validator already has: where the rest starts.
+    private var bodyBytesTaken: UInt64 {
+        machine.response == .validating ? UInt64(validation?.payloadBytes ?? 0) : bytesOut
     }
 
     /// Whether another resumed request may go now; if so its request is kept for
@@ -57,10 +63,11 @@ extension Exchange {
             countResume(r.refusal?.rawValue ?? ResumeRefusal.disabled.rawValue)
             return false
         }
-        switch plan.nextAttempt(relayed: bytesOut) {
+        let taken = bodyBytesTaken
+        switch plan.nextAttempt(relayed: taken) {
         case .success:
             var resumed = request
-            resumed.headers = plan.resumedHeaders(request.headers, relayed: bytesOut)
+            resumed.headers = plan.resumedHeaders(request.headers, relayed: taken)
             r.plan = plan
             r.request = resumed
             return true
@@ -76,7 +83,7 @@ extension Exchange {
         var refusal: ResumeRefusal?
         if head.status >= 200 || head.status == 101, let r = resumption {
             // (`accept` answers nil for the rest: not `plan?.accept(…) ?? refusal`, which reads nil as no plan.)
-            if let plan = r.plan { refusal = plan.accept(head, relayed: bytesOut) } else { refusal = .unexpectedStatus }
+            if let plan = r.plan { refusal = plan.accept(head, relayed: bodyBytesTaken) } else { refusal = .unexpectedStatus }
             if let why = refusal {
                 countResume(why.rawValue)
             } else {
@@ -87,7 +94,7 @@ extension Exchange {
             }
         }
         run(machine.resumedHeadReceived(status: head.status, accepted: refusal == nil)) {
-            GatewayError(.upstreamClosed, status: responseStatus,
+            GatewayError(.upstreamClosed, status: machine.responseHeadSent ? responseStatus : 502,
                          message: "upstream broke mid-body and its resumed response is not the rest of the body ("
                              + (refusal?.rawValue ?? "") + ")", source: .upstream)
         }

@@ -169,7 +169,7 @@ extension Exchange {
             return
         }
         let connecting = u.exchanges == 0
-        if machine.response == .resuming, resumedUpstreamFailed(u, event: event, connecting: connecting) { return }
+        if machine.isResuming, resumedUpstreamFailed(u, event: event, connecting: connecting) { return }
         switch event {
         case .tlsFailed(let why) where u.stream.tlsFailedBeforeServerHello:
             run(machine.upstreamFailed(.untrusted)) { .tlsHandshakeFailed(u.address.description, why) }

@@ -67,7 +67,8 @@ public struct ExchangeMachine: Sendable, Equatable {
     public enum Validation: Sendable, Equatable {
         case none                 // no validator on this response (or it accepted the head)
         case judgingHead          // the head waits for the response filter's verdict → .none, .buffering, .drainingRejected, .sampling
-        case buffering            // the body is read whole for the validator, up to its limit → .delivering, .sampling, (answered)
+        case buffering            // the body is read whole for the validator, up to its limit → .delivering, .sampling, .resumingBuffer, (answered)
+        case resumingBuffer       // the upstream broke while buffering; a range request for the rest is on its way → .buffering, (answered)
         case drainingRejected     // enforce, rejected on the head: the body is read for the record's sample → (answered)
         case sampling             // report-only reject: the response streams as usual, its first bytes kept → final
         case delivering           // the validated body goes to the client at its pace → final
@@ -158,7 +159,10 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// No final response head yet (interim 1xx heads do not count).
     public var awaitingResponseHead: Bool { response == .awaitingHead }
     /// A head is expected from the upstream: the response's, or a resumed one's (`.resuming`).
-    public var awaitingUpstreamHead: Bool { response == .awaitingHead || response == .resuming }
+    public var awaitingUpstreamHead: Bool { response == .awaitingHead || isResuming }
+    /// A resumed request waits for its head: the client has part of the body (`.resuming`), or
+    /// the body was being read whole for the route's validator (`.resumingBuffer`).
+    public var isResuming: Bool { response == .resuming || validation == .resumingBuffer }
     /// Backpressure holds the exchange: either side's reads are paused (a task's `suspended`).
     public var isSuspended: Bool { clientReads == .held || upstreamReads == .held }
     /// The client has seen the response's head (relayed or delivered after validation).
@@ -213,7 +217,7 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// address is dialled while there is one; after the last the client is answered 502.
     /// A refused connect is never retried on the same address.
     public mutating func connectFailed(moreAddresses: Bool) -> Action {
-        guard response == .awaitingHead || response == .resuming else { return .none }
+        guard response == .awaitingHead || isResuming else { return .none }
         if moreAddresses { return .connectNextAddress }
         if response == .resuming {   // no connection for the rest: the client's response is cut
             response = .truncated
@@ -300,7 +304,7 @@ public struct ExchangeMachine: Sendable, Equatable {
             return .answerReject(upstreamReusable: true)
         case .buffering:
             return .runBodyValidator
-        case .none, .judgingHead, .sampling, .delivering:
+        case .none, .judgingHead, .sampling, .delivering, .resumingBuffer:
             return .none
         }
     }
@@ -330,7 +334,7 @@ public struct ExchangeMachine: Sendable, Equatable {
         case .buffering, .drainingRejected:
             response = .answered
             return .answerReject(upstreamReusable: false)
-        case .none, .judgingHead, .sampling, .delivering:
+        case .none, .judgingHead, .sampling, .delivering, .resumingBuffer:
             return .none
         }
     }
@@ -379,6 +383,14 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// only a whole request can be (nothing of it is left to send). Otherwise the client's
     /// response is cut, so that the client sees an incomplete response, never a spliced one.
     public mutating func upstreamCutMidBody(_ failure: UpstreamFailure, resumable: Bool) -> Action {
+        if response == .validating && (validation == .buffering || validation == .resumingBuffer) {
+            // Nothing reached the client yet: the validator's body goes on from the rest, or the
+            // failure is answered as before.
+            guard resumable else { return failUpstream(failure) }
+            validation = .resumingBuffer
+            resumes += 1
+            return .resumeDownload
+        }
         guard response == .relaying || response == .resuming else { return failUpstream(failure) }
         guard resumable, request == .complete else {
             response = .truncated
@@ -393,9 +405,17 @@ public struct ExchangeMachine: Sendable, Equatable {
     /// continues the client's body only when it is the rest of the same representation
     /// (`accepted`: `ResumePlan.accept`); anything else cuts the client's response.
     public mutating func resumedHeadReceived(status: Int, accepted: Bool) -> Action {
-        guard response == .resuming else { return .none }
+        guard isResuming else { return .none }
         if status < 200 && status != 101 { return .absorbInterim }
         upstreamBytesSeen = true
+        if validation == .resumingBuffer {   // the rest goes on into the validator's buffer
+            guard accepted else {
+                response = .answered
+                return .respondError(.closed)
+            }
+            validation = .buffering
+            return .bufferResponseBody
+        }
         guard accepted else {
             response = .truncated
             return .truncateClient

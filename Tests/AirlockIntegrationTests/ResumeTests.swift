@@ -25,6 +25,8 @@ final class ResumeTests: XCTestCase {
         var rangeTotal: Int?
         /// Per response, in order: body bytes sent before the close (nil: the rest, whole).
         var cuts: [Int?]
+        /// The representation: pattern bytes, or this body (a JSON document for a validating route).
+        var body: [UInt8]? = nil
     }
 
     /// Thread-safe count of the responses the origin began (each takes the next cut).
@@ -45,9 +47,9 @@ final class ResumeTests: XCTestCase {
     }
 
     /// The origin: one response per connection, cut after the script's next count of body bytes.
-    private func start(_ script: Script, resume: String? = nil) throws -> (TestOrigin, AirlockProcess) {
+    private func start(_ script: Script, resume: String? = nil, extra: String = "") throws -> (TestOrigin, AirlockProcess) {
         let counter = Counter()
-        let body = patternBytes(count: script.size)
+        let body = script.body ?? patternBytes(count: script.size)
         let o = try TestOrigin(.raw { request in
             let i = counter.next()
             return Self.respond(request, script, body, cut: script.cuts.indices.contains(i) ? script.cuts[i] : nil)
@@ -55,6 +57,7 @@ final class ResumeTests: XCTestCase {
         origin = o
         var yaml = Fixture.gatewayConfig(upstreamPort: o.port, workers: 1)
         if let resume { yaml += "\n    resume: \(resume)" }
+        yaml += extra
         let a = try Fixture.start(yaml + "\nadmin: 127.0.0.1:0\n")
         airlock = a
         return (o, a)
@@ -297,5 +300,35 @@ final class ResumeTests: XCTestCase {
         XCTAssertNotEqual(r.exitCode, 0)
         XCTAssertEqual(bytes("\(dir)/off").count, 1000)
         XCTAssertEqual(o.requests.count, 1)
+    }
+
+    // MARK: a validating route
+
+    /// A route with a body validator reads the body whole before the client sees anything: a
+    /// cut there is resumed into the validator's buffer, and the validator judges the whole
+    /// body (a spliced or partial JSON document would fail it). A refused rest is answered 502.
+    func testABodyReadForTheValidatorIsResumedAndJudgedWhole() throws {
+        let dir = try tempDirectory()
+        var json = Array("{\"data\":\"".utf8)
+        json += (0..<600_000).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+        json += Array("\"}".utf8)
+        let validating = "\n    response:\n      serializer: json\n      acceptable_content_types: [application/octet-stream]"
+        let (o, a) = try start(Script(size: json.count, cuts: [100_000, 250_000, nil], body: json), extra: validating)
+        let file = "\(dir)/json"
+        let r = try curl(a, "/doc", to: file, ["-w", "%{http_code}"])
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertEqual(r.stdoutString, "200")
+        XCTAssertTrue(bytes(file) == json, "\(bytes(file).count) of \(json.count) bytes")
+        XCTAssertEqual(o.requests.map { $0.header("Range") }, [nil, "bytes=100000-", "bytes=350000-"])
+        let record = accessRecords(a, count: 1).first { $0["target"] as? String == "/doc" }
+        XCTAssertEqual(record?["resumed"] as? Int, 2)
+        a.stop()
+        o.stop()
+
+        // Another ETag on the rest: nothing was sent, so the client gets the 502, not a part.
+        let (_, b) = try start(Script(size: json.count, rangeETag: "\"v2\"", cuts: [100_000, nil], body: json), extra: validating)
+        let refused = try curl(b, "/doc", to: "\(dir)/refused", ["-w", "%{http_code}"])
+        XCTAssertEqual(refused.stdoutString, "502")
+        XCTAssertEqual(Fixture.json(bytes("\(dir)/refused"))["error"] as? String, "upstream-closed")
     }
 }

@@ -7,6 +7,38 @@ final class ExchangeMachineTests: XCTestCase {
     private func get() -> ExchangeMachine { ExchangeMachine(method: .get, requestHasBody: false) }
     private func post() -> ExchangeMachine { ExchangeMachine(method: .post, requestHasBody: true) }
 
+    /// A body read whole for the route's validator: a cut resumes into the buffer (nothing went
+    /// to the client); an accepted rest goes on buffering, a refused one (or no connection, or
+    /// no attempt) is answered, since the client has seen nothing.
+    func testACutWhileBufferingForTheValidatorResumesIntoTheBuffer() {
+        func buffering() -> ExchangeMachine {
+            var m = get()
+            _ = m.upstreamReady(reused: false)
+            XCTAssertEqual(m.responseHeadReceived(status: 200, validates: true), .validateResponse)
+            XCTAssertEqual(m.responseHeadJudged(.needsBody(overLimit: false), .enforce), .bufferResponseBody)
+            return m
+        }
+        var m = buffering()
+        XCTAssertEqual(m.upstreamCutMidBody(.closed, resumable: true), .resumeDownload)
+        XCTAssertEqual(m.validation, .resumingBuffer)
+        XCTAssertTrue(m.isResuming)
+        XCTAssertTrue(m.awaitingUpstreamHead)
+        XCTAssertFalse(m.responseHeadSent, "the client has seen nothing")
+        XCTAssertEqual(m.resumedHeadReceived(status: 206, accepted: true), .bufferResponseBody)
+        XCTAssertEqual(m.validation, .buffering)
+        XCTAssertEqual(m.responseBodyEnded(), .runBodyValidator, "the validator judges the whole body")
+
+        var refused = buffering()
+        _ = refused.upstreamCutMidBody(.closed, resumable: true)
+        XCTAssertEqual(refused.resumedHeadReceived(status: 200, accepted: false), .respondError(.closed))
+        XCTAssertEqual(refused.response, .answered)
+        var noAddress = buffering()
+        _ = noAddress.upstreamCutMidBody(.closed, resumable: true)
+        XCTAssertEqual(noAddress.connectFailed(moreAddresses: false), .respondError(.refused))
+        var notResumable = buffering()
+        XCTAssertEqual(notResumable.upstreamCutMidBody(.timeout, resumable: false), .respondError(.timeout))
+    }
+
     // MARK: the response cache (issue #21)
 
     /// A cached answer takes the place of an upstream response: before any head went to the
