@@ -18,6 +18,7 @@ final class CacheState {
     var body: [UInt8] = []
     var teeing = false
     var maxObject = 0
+    var heuristicPercent: Int?
     /// The response's `Cache-Status` (RFC 9211).
     var status: CacheStatus?
     /// What `.deliverCachedResponse` writes.
@@ -39,13 +40,13 @@ extension Exchange {
     /// The lookup: true when the exchange is answered (a hit, `only-if-cached`) or waits for
     /// another's fill; false when it goes upstream.
     func cacheLookup(joinFill: Bool = true) -> Bool {
-        let scheme: Scheme = client.interception != nil ? .https : .http
-        guard routeRef.config.cache != nil, let url = CacheKey.url(scheme: scheme, request: request) else { return false }
+        guard let url = worker.phases.requestCacheFilter(self) else { return false }
         let state = cache ?? CacheState(url: url)
         cache = state
         let now = Int64(time(nil))
         let lookup = worker.withCache(routeRef) { c in
             state.maxObject = c.limits.maxObject
+            state.heuristicPercent = c.heuristicPercent
             return c.lookup(url: url, request: request, now: now, joinFill: joinFill)
         }
         switch lookup {
@@ -109,9 +110,8 @@ extension Exchange {
                 return true
             }
             state.upstreamHead = head
-            var declared = 0
-            if case .length(let n) = head.declaredFraming { declared = Int(n) }
-            state.teeing = fill.stores && declared <= state.maxObject
+            state.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: state.maxObject,
+                                                                             heuristicPercent: state.heuristicPercent)
         }
         if var status = state.status {
             status.fwdStatus = state.fill != nil ? head.status : nil

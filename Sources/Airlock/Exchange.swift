@@ -118,12 +118,15 @@ final class Exchange {
     var resumption: Resumption?
     /// Set on routes with a `cache:` block (`Exchange+Cache`).
     var cache: CacheState?
+    /// It came inside an intercepted CONNECT's TLS session (its URL is `https`).
+    let intercepted: Bool
 
     /// The context of a parsed request, made before its first phase (Pingora's `new_ctx`): the
     /// request filter runs over it, the upstream peer phase routes it (`routed`), and every
     /// request, refused or not, is logged from it.
     init(client: ClientConnection?, id: RequestID, request: RequestHead, limits: WireLimits) {
         self.connection = client
+        self.intercepted = client?.interception != nil
         self.stream = client?.stream
         self.workerRef = client?.worker
         self.id = id

@@ -279,6 +279,19 @@ final class GatewayPhases: ProxyPhases {
         return .refuse(e, reason: reason, message: message)
     }
 
+    // MARK: the cache filters
+
+    func requestCacheFilter(_ ex: Exchange) -> String? {
+        guard ex.isRouted, ex.route.cache != nil else { return nil }
+        return CacheKey.url(scheme: ex.intercepted ? .https : .http, request: ex.request)
+    }
+
+    func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int, heuristicPercent: Int?) -> Bool {
+        if ResponseCache.refusal(request: ex.request, response: head, heuristicPercent: heuristicPercent) != nil { return false }
+        if case .length(let n) = head.declaredFraming, n > UInt64(maxObject) { return false }
+        return true
+    }
+
     // MARK: upstream response filter
 
     /// The route's validator on the response head. A body validator's head verdict is final

@@ -47,6 +47,15 @@ protocol ProxyPhases {
     /// a tunnel's connect timeout); an exchange's timeouts and TLS are the machine's
     /// (`upstreamFailed`). `subject`: an exchange's upstream or a CONNECT tunnel's target.
     func failToConnect(_ failure: ConnectFailure, _ subject: ConnectSubject) -> FailToConnectVerdict
+    /// The request cache filter (Pingora's `request_cache_filter` and cache key): the URL the
+    /// route's cache keys this request by, or nil when the cache takes no part (no `cache:`, a
+    /// target without a URL). Runs after the upstream peer (the route) and before any connect.
+    func requestCacheFilter(_ ex: Exchange) -> String?
+    /// The response cache filter (Pingora's `response_cache_filter`): whether the response's
+    /// body is copied for the store, judged on the head (RFC 9111 3's rules that need no body,
+    /// and `max_object` against a declared length); the store itself is decided once the body is
+    /// whole and the validators passed it.
+    func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int, heuristicPercent: Int?) -> Bool
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict

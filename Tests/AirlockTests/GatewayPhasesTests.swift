@@ -563,6 +563,49 @@ final class GatewayPhasesTests: XCTestCase {
         XCTAssertEqual(v.config.mode, .reportOnly)
     }
 
+    // MARK: the cache filters (issue #21)
+
+    private static let cacheRoute = """
+        routes:
+          - name: cached
+            match: { host: "*" }
+            upstream: origin
+            cache: {}
+        """
+
+    private func responseHead(_ text: String) throws -> ResponseHead {
+        try Array(text.utf8).withUnsafeBytes { try ResponseParser.parse($0) }
+    }
+
+    func testRequestCacheFilterKeysByTheAbsoluteURLOnlyOnRoutesWithACache() throws {
+        let cached = try phases(Self.cacheRoute)
+        let get = try exchange(cached, "GET http://A.test:80/p?q=1 HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        XCTAssertEqual(cached.requestCacheFilter(get), "http://a.test/p?q=1", "scheme and host lower-cased, default port dropped")
+        let plain = try phases(Self.originRoute)
+        XCTAssertNil(plain.requestCacheFilter(try exchange(plain, "GET http://a.test/p HTTP/1.1\r\nHost: a.test\r\n\r\n")),
+                     "no cache: block, no part")
+        let unrouted = Exchange(client: nil, id: RequestID(prefix: "t", worker: 0, serial: 2),
+                                request: try head("GET /p HTTP/1.1\r\nHost: a.test\r\n\r\n"), limits: WireLimits())
+        XCTAssertNil(cached.requestCacheFilter(unrouted), "before the route is known")
+    }
+
+    func testResponseCacheFilterCopiesOnlyBodiesTheHeadAllowsToStore() throws {
+        let p = try phases(Self.cacheRoute)
+        let ex = try exchange(p, "GET http://a.test/p HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        func copies(_ fields: String, max: Int = 1000) throws -> Bool {
+            p.responseCacheFilter(ex, try responseHead("HTTP/1.1 200 OK\r\n\(fields)\r\n"), maxObject: max, heuristicPercent: nil)
+        }
+        XCTAssertTrue(try copies("Cache-Control: max-age=60\r\nContent-Length: 10\r\n"))
+        XCTAssertFalse(try copies("Cache-Control: no-store, max-age=60\r\nContent-Length: 10\r\n"))
+        XCTAssertFalse(try copies("Cache-Control: private, max-age=60\r\nContent-Length: 10\r\n"))
+        XCTAssertFalse(try copies("Cache-Control: max-age=60\r\nSet-Cookie: a=1\r\nContent-Length: 10\r\n"))
+        XCTAssertFalse(try copies("Cache-Control: max-age=60\r\nContent-Length: 1001\r\n"), "declared over max_object")
+        XCTAssertTrue(try copies("Cache-Control: max-age=60\r\nTransfer-Encoding: chunked\r\n"), "unknown length: copied, checked as it comes")
+        let post = try exchange(p, "POST http://a.test/p HTTP/1.1\r\nHost: a.test\r\nContent-Length: 0\r\n\r\n")
+        XCTAssertFalse(p.responseCacheFilter(post, try responseHead("HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 1\r\n\r\n"),
+                                             maxObject: 1000, heuristicPercent: nil), "only a GET's response is stored")
+    }
+
     // MARK: logging
 
     func testLoggingWritesOneAccessRecordPerExchangeEvenIfCalledTwice() throws {
