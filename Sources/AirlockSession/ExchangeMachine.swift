@@ -243,11 +243,21 @@ public struct ExchangeMachine: Sendable, Equatable {
     }
 
     /// The client's body was malformed (or over the limit): nothing more goes upstream. Before
-    /// the response is whole the client is answered; after, the exchange fails as the
+    /// any response head reached the client it is answered; once a relayed head went out
+    /// (the upstream answered early) the client's response is cut, since an answer written
+    /// behind that head would corrupt it; after the whole response, the exchange fails as the
     /// client's error (its rest was being judged).
     public mutating func requestBodyFailed() -> Action {
         request = .failed
-        return response == .complete ? .failRequest : .respondClientError
+        switch response {
+        case .complete:
+            return .failRequest
+        case .relaying, .resuming:
+            response = .truncated
+            return .truncateClient
+        case .awaitingHead, .validating, .truncated, .answered, .failed:
+            return .respondClientError
+        }
     }
 
     public mutating func upstreamBytesArrived() -> Action {

@@ -86,6 +86,40 @@ final class RequestBodyPrecheckTests: XCTestCase {
         XCTAssertEqual(o.acceptedCount, 2, "the upstream connection of the broken body was reused")
     }
 
+    /// The origin answers early and its body is still being relayed when the client's body
+    /// breaks: the client has a relayed head, so no error answer may follow it (that would be
+    /// a second response inside the first one's body). Its response is cut: what came of the
+    /// body, then the close, never Airlock's JSON; the error record names the bad chunk.
+    func testBadChunkWhileTheEarlyResponseIsRelayedCutsItWithoutAnAnswerBehindIt() throws {
+        let o = try TCPTestServer { c in
+            guard let head = try? c.read(through: "\r\n\r\n", timeout: 10), !head.isEmpty else { return }
+            try? c.write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + String(repeating: "b", count: 1000))
+            _ = try? c.readToEnd(timeout: 10)   // the rest of the body never comes
+        }
+        defer { o.stop() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1))
+        defer { a.stop() }
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send(post("3\r\nabc\r\n"))
+        var got: [UInt8] = []
+        let deadline = Date().addingTimeInterval(10)
+        while String(decoding: got, as: UTF8.self).components(separatedBy: "\r\n\r\n").last?.count ?? 0 < 1000,
+              Date() < deadline {
+            got += (try? c.read(upTo: 65536, timeout: 1)) ?? []
+        }
+        XCTAssertTrue(String(decoding: got, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "the relayed head")
+        try? c.send("zz\r\n")   // not a chunk size
+        got += (try? c.readUntilClose(timeout: 5)) ?? []
+        let text = String(decoding: got, as: UTF8.self)
+        XCTAssertEqual(text.components(separatedBy: "HTTP/1.1 ").count, 2, "one response head only: \(text.suffix(300))")
+        XCTAssertFalse(text.contains("\"error\""), "no JSON answer behind the relayed head")
+        XCTAssertTrue(text.hasSuffix(String(repeating: "b", count: 1000)), "what came of the body, then the cut")
+        let error = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.error" })
+        XCTAssertEqual(error["error"] as? String, "bad-chunk")
+        XCTAssertEqual(error["source"] as? String, "client")
+    }
+
     /// The same early answer with a body that ends well 50 ms later, a client that stops
     /// sending and closes, or one that stops sending and waits (its connection closed after
     /// `header_timeout`, 2 s here): completed, every body byte counted, the response untouched.

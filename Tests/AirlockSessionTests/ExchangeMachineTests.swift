@@ -61,6 +61,20 @@ final class ExchangeMachineTests: XCTestCase {
         XCTAssertEqual(relaying.response, .relaying)
     }
 
+    /// A malformed client body after the upstream answered early and its head was relayed: an
+    /// error answer behind that head would corrupt the response, so the client's response is
+    /// cut instead (before any head it is answered, after the whole response the request fails).
+    func testAMalformedBodyAfterARelayedHeadCutsTheResponse() {
+        var m = post()
+        _ = m.upstreamReady(reused: false)
+        XCTAssertEqual(m.responseHeadReceived(status: 200, validates: false), .writeResponseHead)
+        XCTAssertEqual(m.requestBodyFailed(), .truncateClient)
+        XCTAssertEqual(m.response, .truncated)
+        var early = post()
+        _ = early.upstreamReady(reused: false)
+        XCTAssertEqual(early.requestBodyFailed(), .respondClientError, "no head yet: answered")
+    }
+
     // MARK: resuming a download (issue #21)
 
     /// A GET relaying its body when the upstream breaks: with an attempt left it resumes
