@@ -74,66 +74,11 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public init?(parsing text: String) {
         if let v4 = IPv4Text.parse(text) {
             self.init(high: 0, low: 0x0000_FFFF_0000_0000 | UInt64(v4))
-        } else if let v6 = Self.parseIPv6(Array(text.utf8)) {
+        } else if let v6 = IPv6Text.parse(text) {
             self.init(bytes: v6)
         } else {
             return nil
         }
-    }
-
-    static func parseIPv6(_ b: [UInt8]) -> [UInt8]? {
-        var head: [UInt16] = []   // groups before "::"
-        var tail: [UInt16] = []   // groups after it
-        var compressed = false
-        var i = 0
-        let n = b.count
-        guard n >= 2 else { return nil }
-        if b[0] == UInt8(ascii: ":") {
-            guard b[1] == UInt8(ascii: ":") else { return nil }
-            compressed = true
-            i = 2
-        }
-        func hexValue(_ c: UInt8) -> UInt16? {
-            switch c {
-            case 0x30...0x39: UInt16(c - 0x30)
-            case 0x61...0x66: UInt16(c - 0x61 + 10)
-            case 0x41...0x46: UInt16(c - 0x41 + 10)
-            default: nil
-            }
-        }
-        while i < n {
-            let start = i
-            var value: UInt16 = 0
-            while i < n, let h = hexValue(b[i]), i - start < 4 {
-                value = value << 4 | h
-                i += 1
-            }
-            if i < n && b[i] == UInt8(ascii: ".") {
-                // A dotted-quad tail: the last 32 bits.
-                guard let v4 = b[start...].withUnsafeBytes({ IPv4Text.parse($0) }) else { return nil }
-                let g1 = UInt16(truncatingIfNeeded: v4 >> 16)
-                let g2 = UInt16(truncatingIfNeeded: v4)
-                if compressed { tail += [g1, g2] } else { head += [g1, g2] }
-                i = n
-                break
-            }
-            guard i > start else { return nil }
-            if compressed { tail.append(value) } else { head.append(value) }
-            if i == n { break }
-            guard b[i] == UInt8(ascii: ":") else { return nil }
-            i += 1
-            if i < n && b[i] == UInt8(ascii: ":") {
-                guard !compressed else { return nil }
-                compressed = true
-                i += 1
-            } else if i == n {
-                return nil   // a trailing single ":"
-            }
-        }
-        let count = head.count + tail.count
-        if compressed { guard count <= 7 else { return nil } } else { guard count == 8 else { return nil } }
-        let groups = head + Array(repeating: 0, count: 8 - count) + tail
-        return groups.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
     }
 }
 

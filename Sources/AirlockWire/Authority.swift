@@ -65,39 +65,8 @@ struct Authority: Sendable, Equatable {
         return UInt16(value)
     }
 
-    /// RFC 4291 text form: up to eight 1–4 hex digit groups, one `::`, optional dotted-quad tail.
+    /// RFC 4291 text form (`IPv6Text`, shared with the egress policy).
     static func isIPv6(_ b: UnsafeRawBufferPointer) -> Bool {
-        let n = b.count
-        guard n >= 2 else { return false }
-        var i = 0
-        var groups = 0
-        var compressed = false
-        if b[0] == ByteClass.colon {
-            guard b[1] == ByteClass.colon else { return false }
-            compressed = true
-            i = 2
-        }
-        while i < n {
-            let start = i
-            while i < n && ByteClass.isHexDigit(b[i]) && i - start < 5 { i += 1 }
-            if i < n && b[i] == UInt8(ascii: ".") {
-                guard IPv4Text.parse(UnsafeRawBufferPointer(rebasing: b[start...])) != nil else { return false }
-                groups += 2
-                break
-            }
-            guard (1...4).contains(i - start) else { return false }
-            groups += 1
-            if i == n { break }
-            guard b[i] == ByteClass.colon else { return false }
-            i += 1
-            if i < n && b[i] == ByteClass.colon {
-                guard !compressed else { return false }
-                compressed = true
-                i += 1
-            } else if i == n {
-                return false
-            }
-        }
-        return compressed ? groups <= 7 : groups == 8
+        IPv6Text.parse(b) != nil
     }
 }
