@@ -24,7 +24,9 @@
 # Pinning as make bench: wrk on CPU 0, upstream, nginx and the Airlocks on CPU 1; one worker
 # each; Airlock's access records off (--log-level warning) as the peers' access_log off.
 # Each round runs every target once (DUR s of wrk -t2 -cCONNS), in reverse order every other
-# round; the summary is each target's median (and mean) over the rounds, then the ratios.
+# round; the summary is each target's median (and mean) over the rounds, its server's CPU time
+# (user + system of its process tree, as the harness's cpu_s) per request, then the ratios: of
+# the medians, and the median of each round's ratio (the two runs of a pair minutes closer).
 # Env: ROUNDS (8)  DUR (2)  CONNS (64)  SHARED (../shared)  AIRLOCK_ARGS ("--log-level warning")
 #      RESULTS_DIR (bench/results/cache-<timestamp>: every wrk output, the servers' logs)
 set -euo pipefail
@@ -93,6 +95,7 @@ nginx -t -q -p "$NGINX_DIR/" -e "$NGINX_DIR/logs/error.log" -c "$NGINX_DIR/nginx
 $(srv_pin) nginx -p "$NGINX_DIR/" -e "$NGINX_DIR/logs/error.log" -c "$NGINX_DIR/nginx.conf" </dev/null \
   >"$RESULTS_DIR/nginx-cache.log" 2>&1 &
 pids+=($!)
+declare -A server=([nginx-cache]=$!)
 wait_port "$PORT_NGINX" || die "nginx-cache did not start (see $NGINX_DIR/logs/error.log)"
 
 # The Airlocks: hits and misses with the cache (admin listeners for their counters), and none.
@@ -101,6 +104,7 @@ start_airlock() {  # start_airlock NAME CONFIG PORT ADMIN
   AIRLOCK_ADMIN=$4 $(srv_pin) "$BIN" run --config "$2" --listen "127.0.0.1:$3" --workers 1 "${airlock_args[@]}" \
     </dev/null >"$RESULTS_DIR/$1.log" 2>&1 &
   pids+=($!)
+  server[$1]=$!
   wait_port "$3" || die "$1 did not start (see $RESULTS_DIR/$1.log)"
 }
 start_airlock airlock-hit "$REPO/bench/gateway-cache.yaml" "$PORT_HIT" "127.0.0.1:$ADMIN_HIT"
@@ -133,13 +137,21 @@ declare -A port=([nginx-hit-100B]=$PORT_NGINX [airlock-hit-100B]=$PORT_HIT [ngin
 declare -A path=([nginx-hit-100B]=$SMALL [airlock-hit-100B]=$SMALL [nginx-hit-1MiB]=$LARGE
                  [airlock-hit-1MiB]=$LARGE [airlock-miss]=$SMALL [airlock-nocache]=$SMALL)
 declare -A lua=([airlock-miss]=1 [airlock-nocache]=1)
+declare -A proc=([nginx-hit-100B]=nginx-cache [airlock-hit-100B]=airlock-hit [nginx-hit-1MiB]=nginx-cache
+                 [airlock-hit-1MiB]=airlock-hit [airlock-miss]=airlock-miss [airlock-nocache]=airlock-nocache)
 declare -A results=()
+declare -A cpu=()   # per target: the server's CPU time per request (µs) of each measured run
 run_wrk() {  # run_wrk NAME SECONDS TAG -> req/s (integer), 0 on failure; raw output in RESULTS_DIR
-  local n=$1 out="$RESULTS_DIR/$1.$3.txt" script=()
+  local n=$1 out="$RESULTS_DIR/$1.$3.txt" script=() t0 t1 done_requests
+  t0=$(cpu_ticks "${server[${proc[$n]}]}")
   [ -n "${lua[$n]:-}" ] && script=(-s "$REPO/bench/unique-url.lua")
   # shellcheck disable=SC2046  # $(wrk_pin) is "taskset -c N" or nothing: split on purpose
   timeout $(($2 + 10)) $(wrk_pin) wrk -t2 -c"$CONNS" -d"$2"s "${script[@]}" "http://127.0.0.1:${port[$n]}${path[$n]}" \
     ${script[0]:+-- "$n-$3-$$"} >"$out" 2>&1 || true
+  t1=$(cpu_ticks "${server[${proc[$n]}]}")
+  done_requests=$(awk '/requests in/ {print $1}' "$out")
+  # user+system time of the server's process tree (clock ticks), as the harness's cpu_s column
+  echo "$t0 $t1 ${done_requests:-0} $(getconf CLK_TCK)" | awk '{printf "%.2f\n", ($3 > 0 ? ($2 - $1) * 1e6 / $4 / $3 : 0)}' >"$out.cpu"
   awk '/Requests\/sec/ {printf "%d", $2; found=1} END {if (!found) printf "0"}' "$out"
 }
 for n in "${names[@]}"; do run_wrk "$n" 1 warmup >/dev/null; done
@@ -150,6 +162,7 @@ for r in $(seq "$ROUNDS"); do
   for n in "${order[@]}"; do
     v=$(run_wrk "$n" "$DUR" "r$r")
     results[$n]="${results[$n]:-} $v"
+    cpu[$n]="${cpu[$n]:-} $(cat "$RESULTS_DIR/$n.r$r.txt.cpu")"
     line="$line $n=$v"
   done
   echo "$line"
@@ -165,10 +178,26 @@ for n in "${names[@]}"; do
   tr ' ' '\n' <<<"${results[$n]}" | grep . | sort -n \
     | awk -v n="$n" -v d="$DUR" '{v[NR]=$1; s+=$1} END {printf "%-17s median %7d  mean %7d  min %7d  max %7d  (%d runs of %ss, req/s)\n", n, v[int((NR+1)/2)], s/NR, v[1], v[NR], NR, d}'
 done
+for n in "${names[@]}"; do
+  tr ' ' '\n' <<<"${cpu[$n]}" | grep . | sort -n \
+    | awk -v n="$n" '{v[NR]=$1} END {printf "%-17s server CPU per request: median %8.2f us  (min %.2f, max %.2f)\n", n, v[int((NR+1)/2)], v[1], v[NR]}'
+done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "n/a"}'; }
-echo "hit 100 B:  airlock / nginx proxy_cache = $(ratio "${median[airlock-hit-100B]}" "${median[nginx-hit-100B]}")  (goal >= 1.20)"
-echo "hit 1 MiB:  airlock / nginx proxy_cache = $(ratio "${median[airlock-hit-1MiB]}" "${median[nginx-hit-1MiB]}")  (goal >= 1.20)"
-echo "miss 100 B: airlock with cache / without = $(ratio "${median[airlock-miss]}" "${median[airlock-nocache]}")  (goal >= 0.95)"
+paired() {  # paired A B: the median over the rounds of A's run / B's run in the same round
+  awk -v a="${results[$1]}" -v b="${results[$2]}" 'BEGIN {
+    n = split(a, x, " "); split(b, y, " ")
+    for (i = 1; i <= n; i++) r[i] = y[i] > 0 ? x[i] / y[i] : 0
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+    printf "%.2f (rounds: %.2f...%.2f)", (n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2), r[1], r[n] }'
+}
+cpu_median() { tr ' ' '\n' <<<"${cpu[$1]}" | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+row() {  # row LABEL A B GOAL
+  echo "$1 = $(ratio "${median[$2]}" "${median[$3]}") of the medians, $(paired "$2" "$3") paired by round  (goal $4);" \
+       "server CPU per request: $(ratio "$(cpu_median "$2")" "$(cpu_median "$3")") of it"
+}
+row "hit 100 B:  airlock / nginx proxy_cache" airlock-hit-100B nginx-hit-100B ">= 1.20"
+row "hit 1 MiB:  airlock / nginx proxy_cache" airlock-hit-1MiB nginx-hit-1MiB ">= 1.20"
+row "miss 100 B: airlock with cache / without" airlock-miss airlock-nocache ">= 0.95"
 
 # The Airlocks' own counters: every measured hit-row request a hit; every miss-row request stored.
 counters() {  # counters ADMIN_PORT -> "hits=.. misses=.. ..."
