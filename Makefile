@@ -3,7 +3,7 @@
 #   make dist                             the release binary stripped, as the container image has it: .build/dist/airlock
 #   make footprint                        binary size, startup time and RSS (at start, idle clients) beside nginx (root)
 #   make test                             swift build + swift test (serial); under CI=true (or CONTEXT_CHECK=1) the container build-context check too
-#   make bench   [DURATION=.. REPS=.. PATHS=..]   loopback benchmark vs nginx/haproxy
+#   make bench   [DURATION=.. REPS=.. PATHS=..] [CACHE=1]   loopback benchmark vs nginx/haproxy (CACHE=1: + bench/cache.sh)
 #   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire + AirlockSerialization, each target in turn (not in `make test`)
 #   make container-check [BINARY=..]      the container image without a container engine (root; not in `make test`)
 # `make setup` (a prerequisite of run/test/bench) installs the Debian packages the
@@ -16,6 +16,7 @@ SHELL := bash
 SWIFT   ?= swift
 SHARED  ?= $(abspath $(CURDIR)/../shared)
 ARGS    ?=
+CACHE   ?=
 BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
@@ -48,7 +49,7 @@ help:
 	@echo "make check-build-context        build docker/Dockerfile's build stage from what its dockerignore admits"
 	@echo "make container-check [BINARY=F] the image's runtime stage via debootstrap + chroot, checked (root)"
 	@echo "make fuzz [FUZZ_SECONDS=60]     libFuzzer targets $(FUZZ_TARGETS), one at a time (fuzz/run.sh)"
-	@echo "make bench [DURATION= REPS= PATHS=]   benchmark (needs root; SHARED=$(SHARED))"
+	@echo "make bench [DURATION= REPS= PATHS=]   benchmark (needs root; SHARED=$(SHARED)); CACHE=1 adds bench/cache.sh"
 	@echo "make check-config FILE=F        validate a config file"
 	@echo "make clean                      remove .build"
 
@@ -180,6 +181,8 @@ bench-setup: setup
 
 bench: bench-setup release
 	SHARED="$(SHARED)" AIRLOCK_BIN="$(RELEASE_BIN)" bash bench/run.sh
+	@# CACHE=1: also the response cache's rows (bench/cache.sh: hits beside nginx proxy_cache, the miss path)
+	if [ "$(CACHE)" = 1 ]; then SHARED="$(SHARED)" bash bench/cache.sh "$(RELEASE_BIN)"; fi
 
 check-config: require-file release
 	$(RELEASE_BIN) check-config "$(FILE)"

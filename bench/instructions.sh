@@ -18,6 +18,9 @@
 # keeps the dashboard (GET /) open in headless Chromium during the measured run, live on its
 # event stream and polls, and prints the page's own timings (window.airlockDashboard) after it.
 # Env: DUR (10 s)  CONNS (16)  BENCH_PATH (/small)  HAPROXY (0)  SHARED (../shared)  DASHBOARD ("")
+#      CONFIG (bench/gateway.yaml; e.g. bench/gateway-cache.yaml for cache hits)
+#      WRK_LUA (a wrk script for every wrk run, given a run id as its argument: bench/unique-url.lua
+#      makes every request a new URL, the cache's miss path)
 #      AIRLOCK_ARGS (default "--log-level warning"; "" measures with access records on,
 #      stdout to a file: user-space instructions only, the kernel's write(2) cost not counted)
 set -euo pipefail
@@ -32,6 +35,7 @@ AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
 read -ra airlock_args <<<"$AIRLOCK_ARGS"
 DUR=${DUR:-10}; CONNS=${CONNS:-16}; BENCH_PATH=${BENCH_PATH:-/small}; HAPROXY=${HAPROXY:-0}
 DASHBOARD=${DASHBOARD:-}; ADMIN_PORT=18673
+WRK_LUA=${WRK_LUA:-}
 case "$DASHBOARD" in ""|closed|open) ;; *) die "DASHBOARD: expected closed or open, got $DASHBOARD" ;; esac
 for tool in valgrind callgrind_control wrk strip; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install valgrind wrk binutils)"
@@ -91,11 +95,14 @@ measure() {  # measure NAME PORT CMD...
   valgrind --tool=callgrind --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
   vg=$!
   wait_port "$port" 60 || { cat "$work/$name.log" >&2; die "$name did not start under valgrind"; }
-  timeout 30 wrk -t1 -c"$CONNS" -d3s "http://127.0.0.1:$port$BENCH_PATH" >/dev/null
+  local lua=() args=()
+  [ -n "$WRK_LUA" ] && { lua=(-s "$WRK_LUA"); args=(-- "$name-$$-warmup"); }
+  timeout 30 wrk -t1 -c"$CONNS" -d3s "${lua[@]}" "http://127.0.0.1:$port$BENCH_PATH" "${args[@]}" >/dev/null
+  [ -n "$WRK_LUA" ] && args=(-- "$name-$$-measured")
   [ "$name" = airlock ] && [ "$DASHBOARD" = open ] && dashboard_open
   callgrind_control -z "$vg" >/dev/null
   local n
-  n=$(timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:$port$BENCH_PATH" \
+  n=$(timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" "${lua[@]}" "http://127.0.0.1:$port$BENCH_PATH" "${args[@]}" \
       | awk '/requests in/ {print $1}')
   callgrind_control -d "$vg" >/dev/null
   [ -n "$dash" ] && dashboard_close
@@ -111,7 +118,7 @@ measure() {  # measure NAME PORT CMD...
 
 mkdir -p "$REPO/bench/results"
 strip --strip-debug -o "$work/airlock" "$BIN"
-config=$REPO/bench/gateway.yaml
+config=${CONFIG:-$REPO/bench/gateway.yaml}
 if [ -n "$DASHBOARD" ]; then
   { cat "$config"; echo "admin: 127.0.0.1:$ADMIN_PORT"; } >"$work/gateway.yaml"
   config=$work/gateway.yaml

@@ -18,7 +18,8 @@ extension Worker {
             let workers = max(1, context.config.workers)
             let share = { (n: Int64) in Int(max(1, n / Int64(workers))) }
             caches[name] = ResponseCache(limits: ResponseCache.Limits(memory: share(c.memory), purgeTo: share(c.purgeTo),
-                                                                      maxObject: Int(c.maxObject)))
+                                                                      maxObject: Int(c.maxObject)),
+                                         heuristicPercent: c.heuristicPercent)
         }
         let before = caches[name]?.counters ?? ResponseCache.Counters()
         let result = body(&caches[name, default: ResponseCache()])

@@ -4,7 +4,8 @@ extension AirlockConfig {
         var lines = ["    resume: { enabled: \(route.resume.enabled), max_attempts: \(route.resume.maxAttempts) }"]
         if let cache = route.cache {
             lines.append("    cache: { memory: \(renderSize(cache.memory)), purge_to: \(renderSize(cache.purgeTo)), "
-                         + "max_object: \(renderSize(cache.maxObject)) }")
+                         + "max_object: \(renderSize(cache.maxObject))"
+                         + (cache.heuristicPercent.map { ", heuristic: \($0)%" } ?? "") + " }")
         } else {
             lines.append("    # cache: off")
         }

@@ -3,7 +3,7 @@ import AirlockYAML
 /// A route's `resume:` and `cache:` blocks (issue #21).
 extension ConfigReader {
     static let resumeKeys = ["enabled", "max_attempts"]
-    static let cacheKeys = ["memory", "purge_to", "max_object"]
+    static let cacheKeys = ["memory", "purge_to", "max_object", "heuristic"]
 
     /// `resume: { enabled, max_attempts }`; nil (and issues at `routes[i].resume.<key>`) when a key fails.
     mutating func readResume(_ node: Node, at path: String) -> ResumeConfig? {
@@ -29,9 +29,9 @@ extension ConfigReader {
         return parsedAll ? resume : nil
     }
 
-    /// `cache: { memory, purge_to, max_object }` (`cache: {}` for every default), sizes as the
-    /// `limits` sizes are written (`100MiB`); `purge_to` < `memory` and `max_object` ≤ `memory`.
-    /// Nil (and issues) when anything fails.
+    /// `cache: { memory, purge_to, max_object, heuristic }` (`cache: {}` for every default), sizes
+    /// as the `limits` sizes are written (`100MiB`); `purge_to` < `memory` and `max_object` ≤
+    /// `memory`; `heuristic` a percentage (`10%`). Nil (and issues) when anything fails.
     mutating func readCache(_ node: Node, at path: String) -> CacheConfig? {
         var cache = CacheConfig()
         guard let fields = mapping(node, at: path, allowed: Self.cacheKeys) else { return nil }
@@ -53,6 +53,21 @@ extension ConfigReader {
         size("memory") { cache.memory = $0 }
         size("purge_to") { cache.purgeTo = $0 }
         size("max_object") { cache.maxObject = $0 }
+        if let node = fields["heuristic"] {
+            let key = path + ".heuristic"
+            if let text = scalar(node, at: key) {
+                let range = CacheConfig.heuristicPercentRange
+                if text.hasSuffix("%"), let n = ConfigSyntax.parseCount(String(text.dropLast())), range.contains(n) {
+                    cache.heuristicPercent = n
+                } else {
+                    fail(key, "expected a percentage \(range.lowerBound)%...\(range.upperBound)% of Date minus Last-Modified, "
+                         + "e.g. 10%, got \"\(text)\" (leave it out for no heuristic freshness)")
+                    parsedAll = false
+                }
+            } else {
+                parsedAll = false
+            }
+        }
         guard parsedAll else { return nil }
         if cache.purgeTo >= cache.memory {
             let given = fields["purge_to"] == nil ? " (the \(AirlockConfig.renderSize(CacheConfig.defaultPurgeTo)) default)" : ""

@@ -37,6 +37,17 @@ final class DownloadsConfigTests: XCTestCase {
         XCTAssertEqual(config.routes[0].resume, ResumeConfig())
     }
 
+    /// `heuristic` (RFC 9111 4.2.2): off unless given, a percentage 1%...100%.
+    func testHeuristicIsAPercentageAndOffByDefault() throws {
+        let config = try XCTUnwrap(assertLoads(routesYAML("cache: { heuristic: 10% }")))
+        XCTAssertEqual(config.routes[1].cache, CacheConfig(heuristicPercent: 10))
+        XCTAssertNil(try XCTUnwrap(assertLoads(routesYAML("cache: {}"))).routes[1].cache?.heuristicPercent)
+        for (text, percent) in [("1%", 1), ("100%", 100), ("\"25%\"", 25)] {
+            let c = try XCTUnwrap(assertLoads(routesYAML("cache: { heuristic: \(text) }")))
+            XCTAssertEqual(c.routes[1].cache?.heuristicPercent, percent, text)
+        }
+    }
+
     func testEmptyCacheBlockIsEveryDefault() throws {
         let config = try XCTUnwrap(assertLoads(routesYAML("cache: {}\nresume: {}")))
         XCTAssertEqual(config.routes[1].cache, CacheConfig(memory: 100 << 20, purgeTo: 60 << 20, maxObject: 4 << 20))
@@ -56,6 +67,13 @@ final class DownloadsConfigTests: XCTestCase {
             ("cache: { memory: 10MB }", "routes[1].cache.memory", "expected a size in bytes"),
             ("cache: { purge_too: 1MiB }", "routes[1].cache.purge_too", "did you mean \"purge_to\""),
             ("cache: on", "routes[1].cache", "expected a mapping"),
+            ("cache: { heuristic: 10 }", "routes[1].cache.heuristic", "expected a percentage 1%...100%"),
+            ("cache: { heuristic: 0% }", "routes[1].cache.heuristic", "got \"0%\""),
+            ("cache: { heuristic: 101% }", "routes[1].cache.heuristic", "got \"101%\""),
+            ("cache: { heuristic: -5% }", "routes[1].cache.heuristic", "expected a percentage"),
+            ("cache: { heuristic: 10.5% }", "routes[1].cache.heuristic", "expected a percentage"),
+            ("cache: { heuristic: \"%\" }", "routes[1].cache.heuristic", "expected a percentage"),
+            ("cache: { heuristic: [10%] }", "routes[1].cache.heuristic", "expected a single value"),
             ("resume: { max_attempts: 0 }", "routes[1].resume.max_attempts", "1...100"),
             ("resume: { max_attempts: 101 }", "routes[1].resume.max_attempts", "1...100"),
             ("resume: { max_attempts: three }", "routes[1].resume.max_attempts", "1...100"),
@@ -79,6 +97,11 @@ final class DownloadsConfigTests: XCTestCase {
             XCTAssertTrue(text.contains(line), "missing \(line) in\n\(text)")
         }
         XCTAssertEqual(try AirlockConfig.load(yaml: text), config, text)
+        let heuristic = try XCTUnwrap(assertLoads(routesYAML("cache: { heuristic: 10% }")))
+        let heuristicText = heuristic.renderYAML()
+        let line = "    cache: { memory: 100MiB, purge_to: 60MiB, max_object: 4MiB, heuristic: 10% }\n"
+        XCTAssertTrue(heuristicText.contains(line), "missing \(line) in\n\(heuristicText)")
+        XCTAssertEqual(try AirlockConfig.load(yaml: heuristicText), heuristic, heuristicText)
         XCTAssertEqual(AirlockConfig.renderSize(3 << 30), "3GiB")
         XCTAssertEqual(AirlockConfig.renderSize(1536), "1536")
         XCTAssertEqual(AirlockConfig.renderSize(1536 << 10), "1536KiB")
@@ -91,6 +114,8 @@ final class DownloadsConfigTests: XCTestCase {
         let c = try XCTUnwrap(assertLoads(routesYAML("cache: {}\nresume: { max_attempts: 2 }")))
         XCTAssertNotEqual(a.routes[1], b.routes[1])
         XCTAssertNotEqual(a.routes[1], c.routes[1])
+        let d = try XCTUnwrap(assertLoads(routesYAML("cache: { heuristic: 10% }")))
+        XCTAssertNotEqual(a.routes[1], d.routes[1])
         XCTAssertEqual(a.routes[1], try XCTUnwrap(assertLoads(routesYAML("cache: {}"))).routes[1])
     }
 }
