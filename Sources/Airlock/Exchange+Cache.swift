@@ -173,7 +173,8 @@ extension Exchange {
         clientKeepAlive = machine.clientKeepAlive(requestKeepAlive: request.keepAlive, clientContinues: client.clientContinues)
         writeResponseHead(framing: framing)
         if framing != .none {
-            clientStream.write(hit.body)
+            // Large bodies by reference (no copy into the output); small ones join the head's send.
+            if hit.body.count > 16 * 1024 { clientStream.writeReference(hit.body) } else { clientStream.write(hit.body) }
             bytesOut += UInt64(hit.body.count)
         }
         run(machine.responseComplete())

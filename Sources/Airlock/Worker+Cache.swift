@@ -10,21 +10,30 @@ import Glibc
 /// is), so the process stays within the configured bytes; request collapsing works within a
 /// worker (with N workers, concurrent misses of one URL make at most N upstream requests).
 extension Worker {
-    /// Runs `body` on `route`'s cache (made on first use), then moves the cache's counters into
-    /// the route's metrics.
+    /// Runs `body` on `route`'s cache (made on first use, with its metric handles), then adds
+    /// what the cache's counters gained to the route's metrics.
     func withCache<R>(_ route: Route, _ body: (inout ResponseCache) -> R) -> R {
         let name = route.config.name
         if caches[name] == nil, let c = route.config.cache {
             let workers = max(1, context.config.workers)
             let share = { (n: Int64) in Int(max(1, n / Int64(workers))) }
-            caches[name] = ResponseCache(limits: ResponseCache.Limits(memory: share(c.memory), purgeTo: share(c.purgeTo),
-                                                                      maxObject: Int(c.maxObject)),
-                                         heuristicPercent: c.heuristicPercent)
+            let cache = ResponseCache(limits: ResponseCache.Limits(memory: share(c.memory), purgeTo: share(c.purgeTo),
+                                                                   maxObject: Int(c.maxObject)),
+                                      heuristicPercent: c.heuristicPercent)
+            caches[name] = RouteCache(cache: cache, metrics: CacheMetrics(route: name, factory: context.metrics.factory))
         }
-        let before = caches[name]?.counters ?? ResponseCache.Counters()
-        let result = body(&caches[name, default: ResponseCache()])
-        let after = caches[name]!.counters
-        context.metrics.cacheCounted(route: name, before: before, after: after)
+        var before = ResponseCache.Counters()
+        var after = before
+        var handles: CacheMetrics?
+        func counted(_ c: inout RouteCache) -> R {
+            before = c.cache.counters
+            let result = body(&c.cache)
+            after = c.cache.counters
+            handles = c.metrics
+            return result
+        }
+        let result = counted(&caches[name, default: RouteCache(cache: ResponseCache(), metrics: nil)])
+        if after != before { handles?.add(before: before, after: after) }
         return result
     }
 
@@ -52,14 +61,15 @@ extension Worker {
     func cacheListing() -> [WorkerCache] {
         let now = Int64(time(nil))
         return caches.sorted { $0.key < $1.key }.map {
-            WorkerCache(route: $0.key, entries: $0.value.listing(now: now), bytes: $0.value.bytes, counters: $0.value.counters)
+            WorkerCache(route: $0.key, entries: $0.value.cache.listing(now: now), bytes: $0.value.cache.bytes,
+                        counters: $0.value.cache.counters)
         }
     }
 
     /// `DELETE /cache[?url=]`: entries removed on this worker.
     func cacheRemove(url: String?) -> Int {
         var removed = 0
-        for name in Array(caches.keys) { removed += caches[name]!.remove(url: url) }
+        for name in Array(caches.keys) { removed += caches[name]!.cache.remove(url: url) }
         return removed
     }
 }
@@ -72,20 +82,37 @@ struct WorkerCache: Sendable {
     var counters: ResponseCache.Counters
 }
 
-extension GatewayMetrics {
-    /// The cache's counters as Prometheus counters per route: `airlock_cache_hits_total`,
-    /// `_misses_total`, `_revalidations_total`, `_stores_total`, `_evictions_total`,
-    /// `_hit_bytes_total` (body bytes served from memory). Only what changed is looked up.
-    func cacheCounted(route: String, before: ResponseCache.Counters, after: ResponseCache.Counters) {
-        func add(_ name: String, _ delta: Int) {
-            guard delta > 0 else { return }
-            CoreMetrics.Counter(label: name, dimensions: [("route", route)], factory: factory).increment(by: delta)
+/// A route's cache on one worker, and its metric handles (made once, not per request).
+struct RouteCache {
+    var cache: ResponseCache
+    let metrics: CacheMetrics?
+}
+
+/// `airlock_cache_hits_total`, `_misses_total`, `_revalidations_total`, `_stores_total`,
+/// `_evictions_total` and `_hit_bytes_total` (body bytes served from memory) for one route.
+final class CacheMetrics: Sendable {
+    private let hits, misses, revalidations, stores, evictions, hitBytes: CoreMetrics.Counter
+
+    init(route: String, factory: any MetricsFactory) {
+        func counter(_ name: String) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: name, dimensions: [("route", route)], factory: factory)
         }
-        add("airlock_cache_hits_total", after.hits - before.hits)
-        add("airlock_cache_misses_total", after.misses - before.misses)
-        add("airlock_cache_revalidations_total", after.revalidations - before.revalidations)
-        add("airlock_cache_stores_total", after.stores - before.stores)
-        add("airlock_cache_evictions_total", after.evictions - before.evictions)
-        add("airlock_cache_hit_bytes_total", after.hitBytes - before.hitBytes)
+        hits = counter("airlock_cache_hits_total")
+        misses = counter("airlock_cache_misses_total")
+        revalidations = counter("airlock_cache_revalidations_total")
+        stores = counter("airlock_cache_stores_total")
+        evictions = counter("airlock_cache_evictions_total")
+        hitBytes = counter("airlock_cache_hit_bytes_total")
+    }
+
+    /// What the cache's counters gained between two readings.
+    func add(before: ResponseCache.Counters, after: ResponseCache.Counters) {
+        func add(_ c: CoreMetrics.Counter, _ delta: Int) { if delta > 0 { c.increment(by: delta) } }
+        add(hits, after.hits - before.hits)
+        add(misses, after.misses - before.misses)
+        add(revalidations, after.revalidations - before.revalidations)
+        add(stores, after.stores - before.stores)
+        add(evictions, after.evictions - before.evictions)
+        add(hitBytes, after.hitBytes - before.hitBytes)
     }
 }

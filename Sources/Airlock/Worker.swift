@@ -46,7 +46,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     var queued: [UInt64: QueuedExchange] = [:]
     var nextQueueTicket: UInt64 = 0
     /// The routes' response caches on this worker, by route name (`Worker+Cache`).
-    var caches: [String: ResponseCache] = [:]
+    var caches: [String: RouteCache] = [:]
     var cacheWaiters: [CacheKey: [Exchange]] = [:]
     var cacheWakeups: [(Exchange, Bool)] = []
     private var flushing = 0
