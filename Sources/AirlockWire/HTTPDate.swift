@@ -16,69 +16,95 @@ public enum HTTPDate {
     static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     static let shortDays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+    /// Three-letter names as one number each (`key`): compared without a String.
+    private static let monthKeys: [UInt32] = months.map { key(Array($0.utf8), 0) }
+    private static let shortDayKeys: [UInt32] = shortDays.map { key(Array($0.utf8), 0) }
+    /// Month lengths of a common year (February gains a day in a leap year).
+    private static let monthLengths = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
-    /// Seconds since 1970-01-01T00:00:00Z, or nil when `text` is not an HTTP-date.
+    /// Seconds since 1970-01-01T00:00:00Z, or nil when `text` is not an HTTP-date. Reads the
+    /// text's bytes in place (a cache miss parses several dates: no allocation per parse).
     public static func parse(_ text: String) -> Int64? {
-        let b = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(UnsafeRawBufferPointer($0)) }
+    }
+
+    public static func parse(_ b: UnsafeRawBufferPointer) -> Int64? {
         if let comma = b.firstIndex(of: ByteClass.comma) {
-            let day = String(decoding: b[..<comma], as: UTF8.self)
-            if comma == 3, shortDays.contains(day) { return imfFixdate(Array(b[(comma + 1)...])) }
-            if longDays.contains(day) { return rfc850(Array(b[(comma + 1)...])) }
+            if comma == 3, shortDayKeys.contains(key(b, 0)) { return imfFixdate(b, comma + 1) }
+            if matches(b, 0, longDays, length: comma) { return rfc850(b, comma + 1) }
             return nil
         }
         return asctime(b)
     }
 
-    /// `SP 06 SP Nov SP 1994 SP 08:49:37 SP GMT`
-    private static func imfFixdate(_ b: [UInt8]) -> Int64? {
-        guard b.count == 25, b[0] == ByteClass.sp, b[3] == ByteClass.sp, b[7] == ByteClass.sp, b[12] == ByteClass.sp,
-              b[21] == ByteClass.sp, String(decoding: b[22...], as: UTF8.self) == "GMT",
-              let day = number(b[1..<3]), let month = month(b[4..<7]), let year = number(b[8..<12]),
-              let time = clock(b[13..<21])
+    /// `SP 06 SP Nov SP 1994 SP 08:49:37 SP GMT` from `o`.
+    private static func imfFixdate(_ b: UnsafeRawBufferPointer, _ o: Int) -> Int64? {
+        guard b.count - o == 25, b[o] == ByteClass.sp, b[o + 3] == ByteClass.sp, b[o + 7] == ByteClass.sp,
+              b[o + 12] == ByteClass.sp, b[o + 21] == ByteClass.sp, isGMT(b, o + 22),
+              let day = number(b, o + 1, 2), let month = month(b, o + 4), let year = number(b, o + 8, 4),
+              let time = clock(b, o + 13)
         else { return nil }
         return seconds(year: year, month: month, day: day, time: time)
     }
 
-    /// `SP 06-Nov-94 SP 08:49:37 SP GMT`
-    private static func rfc850(_ b: [UInt8]) -> Int64? {
-        guard b.count == 23, b[0] == ByteClass.sp, b[3] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-              b[10] == ByteClass.sp, b[19] == ByteClass.sp, String(decoding: b[20...], as: UTF8.self) == "GMT",
-              let day = number(b[1..<3]), let month = month(b[4..<7]), let yy = number(b[8..<10]),
-              let time = clock(b[11..<19])
+    /// `SP 06-Nov-94 SP 08:49:37 SP GMT` from `o`.
+    private static func rfc850(_ b: UnsafeRawBufferPointer, _ o: Int) -> Int64? {
+        guard b.count - o == 23, b[o] == ByteClass.sp, b[o + 3] == UInt8(ascii: "-"), b[o + 7] == UInt8(ascii: "-"),
+              b[o + 10] == ByteClass.sp, b[o + 19] == ByteClass.sp, isGMT(b, o + 20),
+              let day = number(b, o + 1, 2), let month = month(b, o + 4), let yy = number(b, o + 8, 2),
+              let time = clock(b, o + 11)
         else { return nil }
         return seconds(year: yy >= 70 ? 1900 + yy : 2000 + yy, month: month, day: day, time: time)
     }
 
     /// `Sun Nov  6 08:49:37 1994` (the day space-padded).
-    private static func asctime(_ b: [UInt8]) -> Int64? {
-        guard b.count == 24, shortDays.contains(String(decoding: b[0..<3], as: UTF8.self)),
+    private static func asctime(_ b: UnsafeRawBufferPointer) -> Int64? {
+        guard b.count == 24, shortDayKeys.contains(key(b, 0)),
               b[3] == ByteClass.sp, b[7] == ByteClass.sp, b[10] == ByteClass.sp, b[19] == ByteClass.sp,
-              let month = month(b[4..<7]), let time = clock(b[11..<19]), let year = number(b[20..<24])
+              let month = month(b, 4), let time = clock(b, 11), let year = number(b, 20, 4)
         else { return nil }
-        let day: Int?
-        if b[8] == ByteClass.sp { day = number(b[9..<10]) } else { day = number(b[8..<10]) }
+        let day = b[8] == ByteClass.sp ? number(b, 9, 1) : number(b, 8, 2)
         guard let day else { return nil }
         return seconds(year: year, month: month, day: day, time: time)
     }
 
-    private static func number(_ b: ArraySlice<UInt8>) -> Int? {
-        var v = 0
-        for c in b {
-            guard ByteClass.isDigit(c) else { return nil }
-            v = v * 10 + Int(c - 0x30)
+    /// Whether the bytes from `o` (exactly `length` of them, when given) are one of `names`.
+    private static func matches(_ b: UnsafeRawBufferPointer, _ o: Int, _ names: [String], length: Int? = nil) -> Bool {
+        names.contains { name in
+            let n = name.utf8.count
+            guard o + n <= b.count, length.map({ $0 == n }) ?? true else { return false }
+            return name.utf8.elementsEqual(UnsafeRawBufferPointer(rebasing: b[o..<(o + n)]))
         }
-        return b.isEmpty ? nil : v
     }
 
-    private static func month(_ b: ArraySlice<UInt8>) -> Int? {
-        months.firstIndex(of: String(decoding: b, as: UTF8.self)).map { $0 + 1 }
+    private static func isGMT(_ b: UnsafeRawBufferPointer, _ o: Int) -> Bool {
+        b.count - o == 3 && b[o] == UInt8(ascii: "G") && b[o + 1] == UInt8(ascii: "M") && b[o + 2] == UInt8(ascii: "T")
     }
 
-    /// `08:49:37` → seconds into the day.
-    private static func clock(_ b: ArraySlice<UInt8>) -> Int? {
-        let s = b.startIndex
-        guard b.count == 8, b[s + 2] == ByteClass.colon, b[s + 5] == ByteClass.colon,
-              let h = number(b[s..<(s + 2)]), let m = number(b[(s + 3)..<(s + 5)]), let sec = number(b[(s + 6)..<(s + 8)]),
+    /// `count` decimal digits from `o`.
+    private static func number(_ b: UnsafeRawBufferPointer, _ o: Int, _ count: Int) -> Int? {
+        var v = 0
+        for i in o..<(o + count) {
+            guard ByteClass.isDigit(b[i]) else { return nil }
+            v = v * 10 + Int(b[i] - 0x30)
+        }
+        return count == 0 ? nil : v
+    }
+
+    private static func month(_ b: UnsafeRawBufferPointer, _ o: Int) -> Int? {
+        monthKeys.firstIndex(of: key(b, o)).map { $0 + 1 }
+    }
+
+    /// Three bytes from `o` as one number.
+    private static func key<B: RandomAccessCollection>(_ b: B, _ o: Int) -> UInt32 where B.Element == UInt8, B.Index == Int {
+        UInt32(b[o]) << 16 | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2])
+    }
+
+    /// `08:49:37` from `o` → seconds into the day.
+    private static func clock(_ b: UnsafeRawBufferPointer, _ o: Int) -> Int? {
+        guard b[o + 2] == ByteClass.colon, b[o + 5] == ByteClass.colon,
+              let h = number(b, o, 2), let m = number(b, o + 3, 2), let sec = number(b, o + 6, 2),
               h < 24, m < 60, sec <= 60
         else { return nil }
         return h * 3600 + m * 60 + sec
@@ -86,8 +112,8 @@ public enum HTTPDate {
 
     private static func seconds(year: Int, month: Int, day: Int, time: Int) -> Int64? {
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard year >= 1, day >= 1, day <= lengths[month - 1] else { return nil }
+        let length = monthLengths[month - 1] + (month == 2 && leap ? 1 : 0)
+        guard year >= 1, day >= 1, day <= length else { return nil }
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + Int64(time)
     }
 

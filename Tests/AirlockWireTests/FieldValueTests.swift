@@ -134,6 +134,9 @@ final class FieldValueTests: XCTestCase {
             "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 06 Nov 1994 08:49:37 GMT ",
             "Sun,  06 Nov 1994 08:49:37 GMT", "Sunday, 06 Nov 1994 08:49:37 GMT", "Sun Nov 6 08:49:37 1994",
             "1994-11-06T08:49:37Z", "Sun, 06 Nov 19x4 08:49:37 GMT", "Sun, 00 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMX", "Sunday, 06-Nov-94 08:49:37 GMX", "Xyz, 06 Nov 1994 08:49:37 GMT",
+            "Sun Mov  6 08:49:37 1994", "Xyz Nov  6 08:49:37 1994", "Sundax, 06-Nov-94 08:49:37 GMT",
+            "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GM",
         ]
         for value in bad {
             XCTAssertNil(HTTPDate.parse(value), value.debugDescription)
