@@ -178,12 +178,8 @@ extension ResponseCache {
     /// own length is written when served) and not `Age` (computed when served).
     static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
         let connection = headers.tokens(.connection)
-        var out = HTTPHeaders()
-        for i in 0..<headers.count where !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) {
-            let name = headers.name(at: i)
-            if name.lowercased() == "age" { continue }
-            out.append(name: name, value: headers.value(at: i))
+        return headers.filtered { i in
+            !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) && !headers.nameIs("age", at: i)
         }
-        return out
     }
 }

@@ -181,6 +181,26 @@ public struct HTTPHeaders: Sendable, Equatable {
         entries.reserveCapacity(fields)
     }
 
+    /// A copy holding only the fields `keep` accepts (by index), in order, their bytes copied as
+    /// they are (no String per field): e.g. the fields a cache stores.
+    public func filtered(_ keep: (Int) -> Bool) -> HTTPHeaders {
+        var out = HTTPHeaders()
+        out.reserve(bytes: storage.count, fields: entries.count)
+        storage.withUnsafeBytes { all in
+            for (i, e) in entries.enumerated() where keep(i) {
+                out.append(nameBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]),
+                           valueBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.valueStart)..<Int(e.valueStart + e.valueCount)]),
+                           known: e.known)
+            }
+        }
+        return out
+    }
+
+    /// Whether field `i`'s name is `lowered` (an all-lower-case name), ignoring ASCII case.
+    public func nameIs(_ lowered: StaticString, at i: Int) -> Bool {
+        withNameBytes(at: i) { ByteClass.equalsLowercased($0, lowered) }
+    }
+
     /// Removes every field of this kind. Use `removeAll(name:)` for `.other` fields.
     public mutating func removeAll(_ field: KnownField) {
         remove(entries.map { $0.known == field })
