@@ -38,6 +38,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Bounce buffer for `Stream.moveInput`'s small copies (never the read scratch, which
     /// may hold a stream's staged input at that moment).
     let moveScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.copyMoveLimit, alignment: 16)
+    /// The input buffer of every stream on this loop that has not yet needed one of its own
+    /// (`Stream.input`): always empty, never written to.
+    let emptyInput: OpaquePointer = evbuffer_new()
 
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
@@ -136,6 +139,7 @@ public final class EventLoop: @unchecked Sendable {
         Glibc.close(wakeFD)
         readScratch.deallocate()
         moveScratch.deallocate()
+        evbuffer_free(emptyInput)
     }
 
     private func wake() {
@@ -234,8 +238,25 @@ private struct Inbox {
 
 /// A stream's read and write timeouts, ready for libevent (see `EventLoop.timeouts`).
 public struct StreamTimeouts: @unchecked Sendable {
-    let read: Duration?
-    let write: Duration?
-    let readTV: timeval?
-    let writeTV: timeval?
+    // Kept without Optionals, "none" being a value no timeout has: four Optionals took 89
+    // bytes (a tag and padding each), these take 64, in every stream.
+    private let readValue: Duration
+    private let writeValue: Duration
+    private let readTimeval: timeval
+    private let writeTimeval: timeval
+
+    private static let noDuration = Duration.seconds(Int64.min)
+    private static let noTimeval = Glibc.timeval(tv_sec: -1, tv_usec: -1)
+
+    init(read: Duration?, write: Duration?, readTV: timeval?, writeTV: timeval?) {
+        readValue = read ?? Self.noDuration
+        writeValue = write ?? Self.noDuration
+        readTimeval = readTV ?? Self.noTimeval
+        writeTimeval = writeTV ?? Self.noTimeval
+    }
+
+    var read: Duration? { readValue == Self.noDuration ? nil : readValue }
+    var write: Duration? { writeValue == Self.noDuration ? nil : writeValue }
+    var readTV: timeval? { readTimeval.tv_usec < 0 ? nil : readTimeval }
+    var writeTV: timeval? { writeTimeval.tv_usec < 0 ? nil : writeTimeval }
 }

@@ -17,10 +17,16 @@ import Glibc
 /// loop's batched writes), `Stream+TLS` (the handshake, through a `TLSSession`) and
 /// `Stream+Close` (close, flush-then-linger, failure). `TCPSocket` makes the outgoing socket.
 public final class Stream {
+    // Stored properties widest first, so that none is padded; what only some streams use is
+    // made when first needed (the write event, the input buffer) or boxed (`tlsSetup`):
+    // every idle client connection holds a stream.
     public unowned(unsafe) var delegate: (any StreamDelegate)?
     let loop: EventLoop
-    var fd: Int32
-    @usableFromInline let input: OpaquePointer
+    /// Received bytes the owner has not consumed. Until the first bytes must be kept, the
+    /// loop's shared, always empty `emptyInput` (most reads are consumed where they landed,
+    /// see `staged`, so many connections never need a buffer of their own): write to it only
+    /// through `writableInput`.
+    @usableFromInline var input: OpaquePointer
     /// Input not yet copied into `input`: during a read callback, the bytes one small read
     /// left in the loop's scratch buffer, when `input` was empty. The owner usually consumes
     /// them all in the callback (a whole request or response head and a small body), so
@@ -32,7 +38,29 @@ public final class Stream {
     /// ciphertext buffer (`TLSSession.wire`).
     var wire: OpaquePointer
     var readEvent: OpaquePointer?
+    /// Made the first time the write event is armed (`armWrite`): most streams' output
+    /// leaves straight from `flush`, and never waits for the socket.
     var writeEvent: OpaquePointer?
+    /// Read and write timeouts with their libevent common-timeout timevals (looked up when
+    /// set, not per re-arm).
+    var timeouts = StreamTimeouts(read: nil, write: nil, readTV: nil, writeTV: nil)
+    var readHighWatermark = Int.max
+    var writeLowWatermark = 0
+    var lingerTimer: Timer?
+    /// While flushing and lingering the stream keeps itself alive; its owner is gone.
+    var selfRetain: Unmanaged<Stream>?
+    var onFlushed: (() -> Void)?
+    /// The TLS session, from the start of the handshake; nil on plain streams. The stream
+    /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
+    /// unmanaged, so the read and write paths use the session without a retain/release pair
+    /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
+    var tlsSession: Unmanaged<TLSSession>?
+    private var tlsSetupBox: TLSSetupBox?
+    /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
+    /// split between connect and TLS time in task metrics and the gateway's histograms.
+    public internal(set) var handshakeStartedAt: UInt64 = 0
+    var fd: Int32
+    var pendingConnectError: Int32 = 0
     var state: State
     var wantRead = true            // the owner wants input
     var readArmed = false          // the read event is added
@@ -43,25 +71,20 @@ public final class Stream {
     let flushesFirst: Bool
     /// Reads go straight into reserved input space (a bulk transfer is under way).
     var bulkReads = false
-    /// Read and write timeouts with their libevent common-timeout timevals (looked up when
-    /// set, not per re-arm).
-    var timeouts = StreamTimeouts(read: nil, write: nil, readTV: nil, writeTV: nil)
-    var readHighWatermark = Int.max
-    var writeLowWatermark = 0
-    var lingerTimer: Timer?
-    /// While flushing and lingering the stream keeps itself alive; its owner is gone.
-    var selfRetain: Unmanaged<Stream>?
-    var onFlushed: (() -> Void)?
-    var pendingConnectError: Int32 = 0
+
     /// For a TLS upstream: how to start TLS, until the handshake starts.
-    var tlsSetup: TLSSetup?
-    /// The TLS session, from the start of the handshake; nil on plain streams. The stream
-    /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
-    /// unmanaged, so the read and write paths use the session without a retain/release pair
-    /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
-    var tlsSession: Unmanaged<TLSSession>?
+    var tlsSetup: TLSSetup? {
+        get { tlsSetupBox?.setup }
+        set { tlsSetupBox = newValue.map(TLSSetupBox.init) }
+    }
+
     /// The TLS session as an ordinary reference, for the paths that are not hot.
     var tls: TLSSession? { tlsSession?.takeUnretainedValue() }
+
+    private final class TLSSetupBox {
+        let setup: TLSSetup
+        init(_ setup: TLSSetup) { self.setup = setup }
+    }
 
     enum State {
         case connecting      // → .handshaking, .open or .closed
@@ -86,7 +109,7 @@ public final class Stream {
         self.loop = loop
         self.fd = fd
         flushesFirst = false
-        input = evbuffer_new()
+        input = loop.emptyInput
         output = evbuffer_new()
         wire = output
         state = .open
@@ -99,11 +122,11 @@ public final class Stream {
     public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration, tls: TLSSetup? = nil) throws {
         let socket = try TCPSocket.connect(to: address)
         self.loop = loop
-        self.tlsSetup = tls
+        tlsSetupBox = tls.map(TLSSetupBox.init)
         flushesFirst = true
         fd = socket.fd
         pendingConnectError = socket.error
-        input = evbuffer_new()
+        input = loop.emptyInput
         output = evbuffer_new()
         wire = output
         state = .connecting
@@ -119,19 +142,27 @@ public final class Stream {
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
-        evbuffer_free(input)
+        if input != loop.emptyInput { evbuffer_free(input) }
         evbuffer_free(output)
     }
 
     private func makeEvents() {
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(loop.base, fd, airlock_ev_read() | airlock_ev_persist(), streamReadCallback, ctx)
-        writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
     }
 
-    /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
-    /// split between connect and TLS time in task metrics and the gateway's histograms.
-    public internal(set) var handshakeStartedAt: UInt64 = 0
+    private func makeWriteEvent() -> OpaquePointer? {
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
+        return writeEvent
+    }
+
+    /// `input`, given a buffer of its own first if it is still the loop's shared empty one.
+    @inline(__always)
+    func writableInput() -> OpaquePointer {
+        if input == loop.emptyInput { input = evbuffer_new() }
+        return input
+    }
 
     // MARK: settings
 
@@ -204,7 +235,7 @@ public final class Stream {
     func armWrite(_ on: Bool) {
         if on && !writeArmed {
             writeArmed = true
-            add(writeEvent, timeouts.writeTV)
+            add(writeEvent ?? makeWriteEvent(), timeouts.writeTV)
         } else if !on && writeArmed {
             writeArmed = false
             event_del(writeEvent)

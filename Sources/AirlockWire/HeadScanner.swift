@@ -11,13 +11,14 @@ public struct HeadScanner: Sendable {
         case done(Int)      // final: the head length
     }
 
-    private let kind: HeadKind
+    // Widest first, so that no padding comes between them (every client connection holds one).
     private let limits: WireLimits
-    private var state: State = .startLine
     /// Next index to examine.
     private var scanned = 0
     /// Index where the current line began.
     private var lineStart = 0
+    private var state: State = .startLine
+    private let kind: HeadKind
 
     /// The most bytes `scan` needs to be shown: one past the head-size limit, so that a head
     /// too long is told apart from one still arriving. (A request's one allowed leading CRLF
