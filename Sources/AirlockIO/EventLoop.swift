@@ -38,9 +38,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Bounce buffer for `Stream.moveInput`'s small copies (never the read scratch, which
     /// may hold a stream's staged input at that moment).
     let moveScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.copyMoveLimit, alignment: 16)
-    /// The input buffer of every stream on this loop that has not yet needed one of its own
-    /// (`Stream.input`): always empty, never written to.
-    let emptyInput: OpaquePointer = evbuffer_new()
+    /// The input and output buffer of every stream on this loop that holds none of its own
+    /// (`Stream.input`, `Stream.output`): always empty, never written to.
+    let emptyBuffer: OpaquePointer = evbuffer_new()
+    /// Output buffers streams gave back once all their output had gone, for the next stream
+    /// that writes (`Stream.writableOutput`): an idle connection holds none, and a request
+    /// does not cost an allocation for one. At most `spareOutputsMax`.
+    private var spareOutputs: [OpaquePointer] = []
+    static let spareOutputsMax = 64
 
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
@@ -56,6 +61,16 @@ public final class EventLoop: @unchecked Sendable {
         let common = event_base_init_common_timeout(base, &tv).map { $0.pointee } ?? tv
         commonTimeouts[d] = common
         return common
+    }
+
+    /// An empty output buffer: a spare one, or a new one.
+    func takeOutputBuffer() -> OpaquePointer {
+        spareOutputs.popLast() ?? evbuffer_new()
+    }
+
+    /// Takes back an empty output buffer (freed when enough are spare).
+    func giveBackOutputBuffer(_ b: OpaquePointer) {
+        if spareOutputs.count < Self.spareOutputsMax { spareOutputs.append(b) } else { evbuffer_free(b) }
     }
 
     func markDirty(_ s: Stream) {
@@ -139,7 +154,8 @@ public final class EventLoop: @unchecked Sendable {
         Glibc.close(wakeFD)
         readScratch.deallocate()
         moveScratch.deallocate()
-        evbuffer_free(emptyInput)
+        evbuffer_free(emptyBuffer)
+        for b in spareOutputs { evbuffer_free(b) }
     }
 
     private func wake() {

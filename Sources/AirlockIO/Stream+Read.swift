@@ -41,15 +41,15 @@ extension Stream {
         guard n > 0 else { return }
         if staged.count > 0 {
             let take = Swift.min(n, staged.count)
-            _ = evbuffer_add(other.output, staged.baseAddress, take)
+            _ = evbuffer_add(other.writableOutput(), staged.baseAddress, take)
             staged = UnsafeRawBufferPointer(rebasing: staged.dropFirst(take))
         } else if n <= Self.copyMoveLimit {
             let scratch = loop.moveScratch
             _ = evbuffer_copyout(input, scratch.baseAddress, n)
             evbuffer_drain(input, n)
-            _ = evbuffer_add(other.output, scratch.baseAddress, n)
+            _ = evbuffer_add(other.writableOutput(), scratch.baseAddress, n)
         } else {
-            evbuffer_remove_buffer(input, other.output, n)
+            evbuffer_remove_buffer(input, other.writableOutput(), n)
         }
         other.markDirty()
         if !readArmed { updateReadEvent() }

@@ -18,12 +18,12 @@ import Glibc
 /// `Stream+Close` (close, flush-then-linger, failure). `TCPSocket` makes the outgoing socket.
 public final class Stream {
     // Stored properties widest first, so that none is padded; what only some streams use is
-    // made when first needed (the write event, the input buffer) or boxed (`tlsSetup`):
-    // every idle client connection holds a stream.
+    // made when first needed (the write event, the input buffer), held only while in use
+    // (the output buffer) or boxed (`tlsSetup`): every idle client connection holds a stream.
     public unowned(unsafe) var delegate: (any StreamDelegate)?
     let loop: EventLoop
     /// Received bytes the owner has not consumed. Until the first bytes must be kept, the
-    /// loop's shared, always empty `emptyInput` (most reads are consumed where they landed,
+    /// loop's shared, always empty `emptyBuffer` (most reads are consumed where they landed,
     /// see `staged`, so many connections never need a buffer of their own): write to it only
     /// through `writableInput`.
     @usableFromInline var input: OpaquePointer
@@ -33,7 +33,11 @@ public final class Stream {
     /// they never get a buffer of their own; what is left is appended to `input` when the
     /// callback returns. Empty at every other time, and always while `input` is not empty.
     @usableFromInline var staged = UnsafeRawBufferPointer(start: nil, count: 0)
-    let output: OpaquePointer
+    /// Bytes queued for the peer. While none are, the loop's shared, always empty
+    /// `emptyBuffer`: a buffer is taken from the loop for the first byte queued
+    /// (`writableOutput`, the only way to write to it) and given back once everything has gone
+    /// (`releaseOutputIfEmpty`), so idle streams hold none.
+    var output: OpaquePointer
     /// What goes to the socket: `output`, or once a TLS handshake is done the session's
     /// ciphertext buffer (`TLSSession.wire`).
     var wire: OpaquePointer
@@ -109,8 +113,8 @@ public final class Stream {
         self.loop = loop
         self.fd = fd
         flushesFirst = false
-        input = loop.emptyInput
-        output = evbuffer_new()
+        input = loop.emptyBuffer
+        output = loop.emptyBuffer
         wire = output
         state = .open
         makeEvents()
@@ -126,8 +130,8 @@ public final class Stream {
         flushesFirst = true
         fd = socket.fd
         pendingConnectError = socket.error
-        input = loop.emptyInput
-        output = evbuffer_new()
+        input = loop.emptyBuffer
+        output = loop.emptyBuffer
         wire = output
         state = .connecting
         makeEvents()
@@ -142,8 +146,8 @@ public final class Stream {
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
-        if input != loop.emptyInput { evbuffer_free(input) }
-        evbuffer_free(output)
+        if input != loop.emptyBuffer { evbuffer_free(input) }
+        if output != loop.emptyBuffer { evbuffer_free(output) }
     }
 
     private func makeEvents() {
@@ -160,8 +164,33 @@ public final class Stream {
     /// `input`, given a buffer of its own first if it is still the loop's shared empty one.
     @inline(__always)
     func writableInput() -> OpaquePointer {
-        if input == loop.emptyInput { input = evbuffer_new() }
+        if input == loop.emptyBuffer { input = evbuffer_new() }
         return input
+    }
+
+    /// `output`, taken from the loop first if the stream holds none (a plain stream's `wire`
+    /// is its output: it follows).
+    @inline(__always)
+    func writableOutput() -> OpaquePointer {
+        if output == loop.emptyBuffer { takeOutput() }
+        return output
+    }
+
+    private func takeOutput() {
+        output = loop.takeOutputBuffer()
+        if wire == loop.emptyBuffer { wire = output }
+    }
+
+    /// Gives the output buffer back to the loop once everything queued in it has gone.
+    @inline(__always)
+    func releaseOutputIfEmpty() {
+        if output != loop.emptyBuffer && evbuffer_get_length(output) == 0 { giveBackOutput() }
+    }
+
+    private func giveBackOutput() {
+        if wire == output { wire = loop.emptyBuffer }
+        loop.giveBackOutputBuffer(output)
+        output = loop.emptyBuffer
     }
 
     // MARK: settings
