@@ -31,12 +31,13 @@ final class ClientConnection: StreamDelegate {
     /// When the connection last became idle (accepted, or its last response queued).
     var idleSince: UInt64 = EventLoop.nowNanos()
     var scanner: HeadScanner
-    let peer: SocketAddress
+    // The byte-sized ones fill the scanner's tail, before the address's 4-byte alignment.
     /// Between requests or in one, whether the client can still send, whether we are stopping.
     var lifecycle = ClientLifecycle()
     var timerMode: TimerMode = .idle
     /// True while `readHead` runs (it is not re-entered: see there).
     var readingHeads = false
+    let peer: SocketAddress
 
     var phase: ClientLifecycle.Phase { lifecycle.phase }
 

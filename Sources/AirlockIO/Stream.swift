@@ -50,10 +50,8 @@ public final class Stream {
     var timeouts = StreamTimeouts(read: nil, write: nil, readTV: nil, writeTV: nil)
     var readHighWatermark = Int.max
     var writeLowWatermark = 0
-    var lingerTimer: Timer?
-    /// While flushing and lingering the stream keeps itself alive; its owner is gone.
-    var selfRetain: Unmanaged<Stream>?
-    var onFlushed: (() -> Void)?
+    /// Set by `closeAfterFlush`: what only a stream flushing and lingering holds.
+    var closing: Closing?
     /// The TLS session, from the start of the handshake; nil on plain streams. The stream
     /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
     /// unmanaged, so the read and write paths use the session without a retain/release pair
@@ -84,6 +82,15 @@ public final class Stream {
 
     /// The TLS session as an ordinary reference, for the paths that are not hot.
     var tls: TLSSession? { tlsSession?.takeUnretainedValue() }
+
+    final class Closing {
+        var lingerTimer: Timer?
+        /// While flushing and lingering the stream keeps itself alive; its owner is gone.
+        var selfRetain: Unmanaged<Stream>?
+        var onFlushed: (() -> Void)?
+
+        init(onFlushed: (() -> Void)?) { self.onFlushed = onFlushed }
+    }
 
     private final class TLSSetupBox {
         let setup: TLSSetup
