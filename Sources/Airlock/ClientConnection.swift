@@ -12,29 +12,61 @@ import Logging
 /// The client stream's and the upstream connection's events arrive here and go on to the
 /// exchange that owns them. Lives on one worker.
 final class ClientConnection: StreamDelegate {
+    // Stored properties, widest first: one of these lives for every client connection, idle
+    // ones included, so what is rare is boxed and nothing is padded (`IdleClientMemoryTests`).
     unowned(unsafe) let worker: Worker   // the worker outlives its connections
     let stream: Stream
-    let peer: SocketAddress
-    /// Between requests or in one, whether the client can still send, whether we are stopping.
-    var lifecycle = ClientLifecycle()
-    var phase: ClientLifecycle.Phase { lifecycle.phase }
-    var scanner: HeadScanner
-    var timer: Timer!
-    var timerMode: TimerMode = .idle
+    /// The header, drain-grace and rest-of-body timer: made when first armed (`timer`), and
+    /// given back when the connection is idle again (`armIdleTimer`), so idle ones hold none.
+    private var timerStorage: Timer?
     var exchange: Exchange?
     /// The CONNECT tunnel this connection became (`lifecycle.phase == .tunneling`).
     var tunnel: Tunnel?
-    /// An intercepted CONNECT whose TLS handshake is running (`lifecycle.phase == .handshaking`).
-    var handshake: InterceptHandshake?
-    /// Set once an intercepted CONNECT's handshake completed: every request on this connection
-    /// came inside that TLS session and goes where the CONNECT said (`GatewayPhases.interceptedPeer`).
-    var interception: Interception?
-    /// True while `readHead` runs (it is not re-entered: see there).
-    var readingHeads = false
+    private var handshakeBox: Box<InterceptHandshake>?
+    private var interceptionBox: Box<Interception>?
     /// The upstream connection that served this client's last exchange. A preference for the
     /// next one, never ownership: the connection is back in the worker's pool, where any client
     /// may take it (nginx's and HAProxy's pools do the same), so idle clients hold no upstreams.
     weak var lastUpstream: UpstreamConnection?
+    /// When the connection last became idle (accepted, or its last response queued).
+    var idleSince: UInt64 = EventLoop.nowNanos()
+    var scanner: HeadScanner
+    // The byte-sized ones fill the scanner's tail, before the address's 4-byte alignment.
+    /// Between requests or in one, whether the client can still send, whether we are stopping.
+    var lifecycle = ClientLifecycle()
+    var timerMode: TimerMode = .idle
+    /// True while `readHead` runs (it is not re-entered: see there).
+    var readingHeads = false
+    let peer: SocketAddress
+
+    var phase: ClientLifecycle.Phase { lifecycle.phase }
+
+    /// The connection's timer, made on first use.
+    var timer: Timer {
+        if let t = timerStorage { return t }
+        let t = Timer(loop: worker.loop) { [unowned self] in self.timerFired() }
+        timerStorage = t
+        return t
+    }
+
+    /// An intercepted CONNECT whose TLS handshake is running (`lifecycle.phase == .handshaking`).
+    var handshake: InterceptHandshake? {
+        get { handshakeBox?.value }
+        set { handshakeBox = newValue.map(Box.init) }
+    }
+
+    /// Set once an intercepted CONNECT's handshake completed: every request on this connection
+    /// came inside that TLS session and goes where the CONNECT said (`GatewayPhases.interceptedPeer`).
+    var interception: Interception? {
+        get { interceptionBox?.value }
+        set { interceptionBox = newValue.map(Box.init) }
+    }
+
+    /// A value kept out of line: hundreds of bytes most connections never use, held in 8.
+    private final class Box<Value> {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+    }
 
     enum TimerMode {
         case idle         // no timer: keep-alive idleness is the stream's read timeout
@@ -43,8 +75,6 @@ final class ClientConnection: StreamDelegate {
         case restOfBody   // the response is whole, the client's body is not: judged until header_timeout
     }
 
-    /// When the connection last became idle (accepted, or its last response queued).
-    var idleSince: UInt64 = EventLoop.nowNanos()
     /// While draining, a connection idle for less than this may still receive the request
     /// its client sent in answer to the last response (keep-alive clients send at once):
     /// it is answered, with `Connection: close`, instead of being lost to the close.
@@ -65,7 +95,6 @@ final class ClientConnection: StreamDelegate {
         // Keep-alive idleness is the read timeout (re-armed by libevent on every read);
         // the header timer runs only while a request head is incomplete.
         stream.setTimeouts(read: worker.limits.idleTimeout, write: worker.limits.idleTimeout)
-        timer = Timer(loop: worker.loop) { [unowned self] in self.timerFired() }
     }
 
     var limits: LimitsConfig { worker.limits }
@@ -73,12 +102,14 @@ final class ClientConnection: StreamDelegate {
 
     // MARK: timers
 
-    /// Back to waiting for a head: the header timer starts with its first byte.
+    /// Back to waiting for a head: the header timer starts with its first byte. A timer that
+    /// is not armed is given back (made again if a later head arrives in pieces).
     func armIdleTimer() {
         if timerMode != .idle {
             timerMode = .idle
-            timer.cancel()
+            timerStorage?.cancel()
         }
+        if let t = timerStorage, !t.isScheduled { timerStorage = nil }
     }
 
     private func timerFired() {
@@ -287,7 +318,7 @@ final class ClientConnection: StreamDelegate {
     func close() {
         guard phase != .closed else { return }
         lifecycle.closed()
-        timer.cancel()
+        timerStorage?.cancel()
         stream.close()
         interceptedSessionRecord()?()
         worker.clientClosed(self)
@@ -297,7 +328,7 @@ final class ClientConnection: StreamDelegate {
     func closeAfterFlush() {
         guard phase != .closed else { return }
         lifecycle.closed()
-        timer.cancel()
+        timerStorage?.cancel()
         let w = worker
         w.flushStarted()
         let record = interceptedSessionRecord()

@@ -38,6 +38,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Bounce buffer for `Stream.moveInput`'s small copies (never the read scratch, which
     /// may hold a stream's staged input at that moment).
     let moveScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.copyMoveLimit, alignment: 16)
+    /// The input and output buffer of every stream on this loop that holds none of its own
+    /// (`Stream.input`, `Stream.output`): always empty, never written to.
+    let emptyBuffer: OpaquePointer = evbuffer_new()
+    /// Output buffers streams gave back once all their output had gone, for the next stream
+    /// that writes (`Stream.writableOutput`): an idle connection holds none, and a request
+    /// does not cost an allocation for one. At most `spareOutputsMax`.
+    private var spareOutputs: [OpaquePointer] = []
+    static let spareOutputsMax = 64
 
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's
@@ -53,6 +61,16 @@ public final class EventLoop: @unchecked Sendable {
         let common = event_base_init_common_timeout(base, &tv).map { $0.pointee } ?? tv
         commonTimeouts[d] = common
         return common
+    }
+
+    /// An empty output buffer: a spare one, or a new one.
+    func takeOutputBuffer() -> OpaquePointer {
+        spareOutputs.popLast() ?? evbuffer_new()
+    }
+
+    /// Takes back an empty output buffer (freed when enough are spare).
+    func giveBackOutputBuffer(_ b: OpaquePointer) {
+        if spareOutputs.count < Self.spareOutputsMax { spareOutputs.append(b) } else { evbuffer_free(b) }
     }
 
     func markDirty(_ s: Stream) {
@@ -136,6 +154,8 @@ public final class EventLoop: @unchecked Sendable {
         Glibc.close(wakeFD)
         readScratch.deallocate()
         moveScratch.deallocate()
+        evbuffer_free(emptyBuffer)
+        for b in spareOutputs { evbuffer_free(b) }
     }
 
     private func wake() {
@@ -234,8 +254,25 @@ private struct Inbox {
 
 /// A stream's read and write timeouts, ready for libevent (see `EventLoop.timeouts`).
 public struct StreamTimeouts: @unchecked Sendable {
-    let read: Duration?
-    let write: Duration?
-    let readTV: timeval?
-    let writeTV: timeval?
+    // Kept without Optionals, "none" being a value no timeout has: four Optionals took 89
+    // bytes (a tag and padding each), these take 64, in every stream.
+    private let readValue: Duration
+    private let writeValue: Duration
+    private let readTimeval: timeval
+    private let writeTimeval: timeval
+
+    private static let noDuration = Duration.seconds(Int64.min)
+    private static let noTimeval = Glibc.timeval(tv_sec: -1, tv_usec: -1)
+
+    init(read: Duration?, write: Duration?, readTV: timeval?, writeTV: timeval?) {
+        readValue = read ?? Self.noDuration
+        writeValue = write ?? Self.noDuration
+        readTimeval = readTV ?? Self.noTimeval
+        writeTimeval = writeTV ?? Self.noTimeval
+    }
+
+    var read: Duration? { readValue == Self.noDuration ? nil : readValue }
+    var write: Duration? { writeValue == Self.noDuration ? nil : writeValue }
+    var readTV: timeval? { readTimeval.tv_usec < 0 ? nil : readTimeval }
+    var writeTV: timeval? { writeTimeval.tv_usec < 0 ? nil : writeTimeval }
 }

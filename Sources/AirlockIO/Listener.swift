@@ -46,7 +46,9 @@ public final class Listener {
         withUnsafeMutablePointer(to: &st) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
         }
-        address = SocketAddress(storage: st, length: len)
+        address = withUnsafePointer(to: &st) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0, length: Int(len)) }
+        } ?? addr
         listener = evconnlistener_new(loop.base, listenerCallback, nil,
                                       UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), -1, fd)
         guard listener != nil else {

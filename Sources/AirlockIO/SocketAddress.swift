@@ -1,30 +1,38 @@
 import CLibevent
 import Glibc
 
-/// An IPv4 or IPv6 socket address (sockaddr_storage), printable as "1.2.3.4:80" / "[::1]:80".
+/// An IPv4 or IPv6 socket address, printable as "1.2.3.4:80" / "[::1]:80".
+///
+/// Held in a `sockaddr_in6` (28 bytes), which a `sockaddr_in` (16) fits inside: family and
+/// port sit at the same offsets in both. Not a `sockaddr_storage` (128): every client
+/// connection, exchange and upstream connection holds one or more.
 public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
-    var storage: sockaddr_storage
-    var length: socklen_t
+    var storage: sockaddr_in6
 
-    init(storage: sockaddr_storage, length: socklen_t) {
-        self.storage = storage
-        self.length = length
+    /// The length of the `sockaddr` inside: `sockaddr_in`'s for IPv4, `sockaddr_in6`'s otherwise.
+    var length: socklen_t {
+        socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
     }
 
+    /// An IPv4 or IPv6 `sockaddr` of `length` bytes (nil for any other family, or a length
+    /// too short for its family or longer than a `sockaddr_in6`).
     init?(_ sa: UnsafePointer<sockaddr>, length: Int) {
-        guard length <= MemoryLayout<sockaddr_storage>.size else { return nil }
-        var st = sockaddr_storage()
+        let family = Int32(sa.pointee.sa_family)
+        let needed = family == AF_INET ? MemoryLayout<sockaddr_in>.size
+            : family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : Int.max
+        guard length >= needed, needed <= MemoryLayout<sockaddr_in6>.size else { return nil }
+        var st = sockaddr_in6()
         withUnsafeMutableBytes(of: &st) { dst in
-            dst.copyMemory(from: UnsafeRawBufferPointer(start: sa, count: length))
+            dst.copyMemory(from: UnsafeRawBufferPointer(start: sa, count: needed))
         }
-        self.init(storage: st, length: socklen_t(length))
+        storage = st
     }
 
     /// Parses a numeric IPv4 or IPv6 literal (IPv6 with or without brackets). No DNS.
     public init?(ipLiteral host: String, port: UInt16) {
         var h = host
         if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
-        var st = sockaddr_storage()
+        var st = sockaddr_in6()
         var v4 = in_addr()
         var v6 = in6_addr()
         if inet_pton(AF_INET, h, &v4) == 1 {
@@ -35,35 +43,21 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
             withUnsafeBytes(of: &sin) { src in
                 withUnsafeMutableBytes(of: &st) { $0.copyMemory(from: src) }
             }
-            self.init(storage: st, length: socklen_t(MemoryLayout<sockaddr_in>.size))
         } else if inet_pton(AF_INET6, h, &v6) == 1 {
-            var sin6 = sockaddr_in6()
-            sin6.sin6_family = sa_family_t(AF_INET6)
-            sin6.sin6_port = port.bigEndian
-            sin6.sin6_addr = v6
-            withUnsafeBytes(of: &sin6) { src in
-                withUnsafeMutableBytes(of: &st) { $0.copyMemory(from: src) }
-            }
-            self.init(storage: st, length: socklen_t(MemoryLayout<sockaddr_in6>.size))
+            st.sin6_family = sa_family_t(AF_INET6)
+            st.sin6_port = port.bigEndian
+            st.sin6_addr = v6
         } else {
             return nil
         }
+        storage = st
     }
 
-    public var family: Int32 { Int32(storage.ss_family) }
+    public var family: Int32 { Int32(storage.sin6_family) }
 
     public var port: UInt16 {
-        get {
-            var st = storage
-            return withUnsafePointer(to: &st) { p in
-                p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
-            }
-        }
-        set {
-            withUnsafeMutablePointer(to: &storage) { p in
-                p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port = newValue.bigEndian }
-            }
-        }
+        get { UInt16(bigEndian: storage.sin6_port) }   // sin_port's offset too
+        set { storage.sin6_port = newValue.bigEndian }
     }
 
     /// The address without the port: "127.0.0.1" or "::1".

@@ -8,8 +8,9 @@ extension Stream {
     public func close() {
         guard state != .closed else { return }
         state = .closed
-        lingerTimer?.cancel()
-        lingerTimer = nil
+        let closing = self.closing
+        closing?.lingerTimer?.cancel()
+        closing?.lingerTimer = nil
         readArmed = false
         writeArmed = false
         if let e = readEvent { event_del(e) }
@@ -21,8 +22,8 @@ extension Stream {
             fd = -1
         }
         notifyFlushed()
-        if let r = selfRetain {
-            selfRetain = nil
+        if let r = closing?.selfRetain {
+            closing?.selfRetain = nil
             r.release()
         }
     }
@@ -36,17 +37,18 @@ extension Stream {
             close()
             return
         }
-        self.onFlushed = onFlushed
+        let closing = Closing(onFlushed: onFlushed)
+        self.closing = closing
         // After a failed TLS handshake the state is .eof, but the peer may well still be
         // sending (garbage instead of a ClientHello): linger as for an open stream.
         let handshakeFailed = tls?.handshakeFailed == true
         let peerClosed = state == .eof && !handshakeFailed
         state = .flushing
-        selfRetain = Unmanaged.passRetained(self)
+        closing.selfRetain = Unmanaged.passRetained(self)
         delegate = nil
         let t = Timer(loop: loop) { [unowned self] in self.close() }
         t.schedule(after: linger)
-        lingerTimer = t
+        closing.lingerTimer = t
         timeouts = StreamTimeouts(read: timeouts.read, write: linger,
                                   readTV: timeouts.readTV, writeTV: loop.commonTimeout(linger))
         updateReadEvent()
@@ -72,8 +74,8 @@ extension Stream {
     }
 
     private func notifyFlushed() {
-        if let f = onFlushed {
-            onFlushed = nil
+        if let f = closing?.onFlushed {
+            closing?.onFlushed = nil
             f()
         }
     }

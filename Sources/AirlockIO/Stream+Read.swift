@@ -41,15 +41,15 @@ extension Stream {
         guard n > 0 else { return }
         if staged.count > 0 {
             let take = Swift.min(n, staged.count)
-            _ = evbuffer_add(other.output, staged.baseAddress, take)
+            _ = evbuffer_add(other.writableOutput(), staged.baseAddress, take)
             staged = UnsafeRawBufferPointer(rebasing: staged.dropFirst(take))
         } else if n <= Self.copyMoveLimit {
             let scratch = loop.moveScratch
             _ = evbuffer_copyout(input, scratch.baseAddress, n)
             evbuffer_drain(input, n)
-            _ = evbuffer_add(other.output, scratch.baseAddress, n)
+            _ = evbuffer_add(other.writableOutput(), scratch.baseAddress, n)
         } else {
-            evbuffer_remove_buffer(input, other.output, n)
+            evbuffer_remove_buffer(input, other.writableOutput(), n)
         }
         other.markDirty()
         if !readArmed { updateReadEvent() }
@@ -125,12 +125,13 @@ extension Stream {
                     // Left in place for the owner (see `staged`); nothing follows this read.
                     staged = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[..<got])
                 } else {
-                    _ = evbuffer_add(input, scratch.baseAddress, got)
+                    _ = evbuffer_add(writableInput(), scratch.baseAddress, got)
                 }
             }
             return got
         }
         var iov = (iovec(), iovec())
+        let input = writableInput()
         let n: Int = withUnsafeMutablePointer(to: &iov) { p in
             p.withMemoryRebound(to: iovec.self, capacity: 2) { v in
                 let count = evbuffer_reserve_space(input, Self.bulkReserve, v, 2)
@@ -160,6 +161,7 @@ extension Stream {
     /// -1 with errno EAGAIN (nothing now), -2 failure or close without close_notify.
     private func tlsReadOnce(_ tls: TLSSession) -> Int {
         var iov = iovec()
+        let input = writableInput()
         guard evbuffer_reserve_space(input, Self.readChunk, &iov, 1) >= 1 else { return -1 }
         let r = tls.read(into: iov.iov_base, count: Swift.min(iov.iov_len, Self.readChunk))
         // Reading can make OpenSSL write (a KeyUpdate answer, an alert): send it.
@@ -189,7 +191,7 @@ extension Stream {
     private func unstage() {
         guard staged.count > 0 else { return }
         if state == .open || state == .eof {
-            _ = evbuffer_add(input, staged.baseAddress, staged.count)
+            _ = evbuffer_add(writableInput(), staged.baseAddress, staged.count)
         }
         staged = UnsafeRawBufferPointer(start: nil, count: 0)
         if readArmed && evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }

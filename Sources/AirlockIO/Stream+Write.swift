@@ -14,13 +14,14 @@ extension Stream {
 
     public func write(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
+        let output = writableOutput()
         bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
         markDirty()
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
-        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        _ = evbuffer_add(writableOutput(), bytes.baseAddress, bytes.count)
         markDirty()
     }
 
@@ -104,6 +105,7 @@ extension Stream {
     }
 
     private func afterWrite() {
+        releaseOutputIfEmpty()
         let left = outputLength
         armWrite(left > 0)
         if state == .flushing {

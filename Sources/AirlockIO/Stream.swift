@@ -17,22 +17,52 @@ import Glibc
 /// loop's batched writes), `Stream+TLS` (the handshake, through a `TLSSession`) and
 /// `Stream+Close` (close, flush-then-linger, failure). `TCPSocket` makes the outgoing socket.
 public final class Stream {
+    // Stored properties widest first, so that none is padded; what only some streams use is
+    // made when first needed (the write event, the input buffer), held only while in use
+    // (the output buffer) or boxed (`tlsSetup`): every idle client connection holds a stream.
     public unowned(unsafe) var delegate: (any StreamDelegate)?
     let loop: EventLoop
-    var fd: Int32
-    @usableFromInline let input: OpaquePointer
+    /// Received bytes the owner has not consumed. Until the first bytes must be kept, the
+    /// loop's shared, always empty `emptyBuffer` (most reads are consumed where they landed,
+    /// see `staged`, so many connections never need a buffer of their own): write to it only
+    /// through `writableInput`.
+    @usableFromInline var input: OpaquePointer
     /// Input not yet copied into `input`: during a read callback, the bytes one small read
     /// left in the loop's scratch buffer, when `input` was empty. The owner usually consumes
     /// them all in the callback (a whole request or response head and a small body), so
     /// they never get a buffer of their own; what is left is appended to `input` when the
     /// callback returns. Empty at every other time, and always while `input` is not empty.
     @usableFromInline var staged = UnsafeRawBufferPointer(start: nil, count: 0)
-    let output: OpaquePointer
+    /// Bytes queued for the peer. While none are, the loop's shared, always empty
+    /// `emptyBuffer`: a buffer is taken from the loop for the first byte queued
+    /// (`writableOutput`, the only way to write to it) and given back once everything has gone
+    /// (`releaseOutputIfEmpty`), so idle streams hold none.
+    var output: OpaquePointer
     /// What goes to the socket: `output`, or once a TLS handshake is done the session's
     /// ciphertext buffer (`TLSSession.wire`).
     var wire: OpaquePointer
     var readEvent: OpaquePointer?
+    /// Made the first time the write event is armed (`armWrite`): most streams' output
+    /// leaves straight from `flush`, and never waits for the socket.
     var writeEvent: OpaquePointer?
+    /// Read and write timeouts with their libevent common-timeout timevals (looked up when
+    /// set, not per re-arm).
+    var timeouts = StreamTimeouts(read: nil, write: nil, readTV: nil, writeTV: nil)
+    var readHighWatermark = Int.max
+    var writeLowWatermark = 0
+    /// Set by `closeAfterFlush`: what only a stream flushing and lingering holds.
+    var closing: Closing?
+    /// The TLS session, from the start of the handshake; nil on plain streams. The stream
+    /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
+    /// unmanaged, so the read and write paths use the session without a retain/release pair
+    /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
+    var tlsSession: Unmanaged<TLSSession>?
+    private var tlsSetupBox: TLSSetupBox?
+    /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
+    /// split between connect and TLS time in task metrics and the gateway's histograms.
+    public internal(set) var handshakeStartedAt: UInt64 = 0
+    var fd: Int32
+    var pendingConnectError: Int32 = 0
     var state: State
     var wantRead = true            // the owner wants input
     var readArmed = false          // the read event is added
@@ -43,25 +73,29 @@ public final class Stream {
     let flushesFirst: Bool
     /// Reads go straight into reserved input space (a bulk transfer is under way).
     var bulkReads = false
-    /// Read and write timeouts with their libevent common-timeout timevals (looked up when
-    /// set, not per re-arm).
-    var timeouts = StreamTimeouts(read: nil, write: nil, readTV: nil, writeTV: nil)
-    var readHighWatermark = Int.max
-    var writeLowWatermark = 0
-    var lingerTimer: Timer?
-    /// While flushing and lingering the stream keeps itself alive; its owner is gone.
-    var selfRetain: Unmanaged<Stream>?
-    var onFlushed: (() -> Void)?
-    var pendingConnectError: Int32 = 0
+
     /// For a TLS upstream: how to start TLS, until the handshake starts.
-    var tlsSetup: TLSSetup?
-    /// The TLS session, from the start of the handshake; nil on plain streams. The stream
-    /// owns one reference (taken in `startHandshake`, released in deinit) and holds it
-    /// unmanaged, so the read and write paths use the session without a retain/release pair
-    /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
-    var tlsSession: Unmanaged<TLSSession>?
+    var tlsSetup: TLSSetup? {
+        get { tlsSetupBox?.setup }
+        set { tlsSetupBox = newValue.map(TLSSetupBox.init) }
+    }
+
     /// The TLS session as an ordinary reference, for the paths that are not hot.
     var tls: TLSSession? { tlsSession?.takeUnretainedValue() }
+
+    final class Closing {
+        var lingerTimer: Timer?
+        /// While flushing and lingering the stream keeps itself alive; its owner is gone.
+        var selfRetain: Unmanaged<Stream>?
+        var onFlushed: (() -> Void)?
+
+        init(onFlushed: (() -> Void)?) { self.onFlushed = onFlushed }
+    }
+
+    private final class TLSSetupBox {
+        let setup: TLSSetup
+        init(_ setup: TLSSetup) { self.setup = setup }
+    }
 
     enum State {
         case connecting      // → .handshaking, .open or .closed
@@ -86,8 +120,8 @@ public final class Stream {
         self.loop = loop
         self.fd = fd
         flushesFirst = false
-        input = evbuffer_new()
-        output = evbuffer_new()
+        input = loop.emptyBuffer
+        output = loop.emptyBuffer
         wire = output
         state = .open
         makeEvents()
@@ -99,12 +133,12 @@ public final class Stream {
     public init(loop: EventLoop, connectingTo address: SocketAddress, timeout: Duration, tls: TLSSetup? = nil) throws {
         let socket = try TCPSocket.connect(to: address)
         self.loop = loop
-        self.tlsSetup = tls
+        tlsSetupBox = tls.map(TLSSetupBox.init)
         flushesFirst = true
         fd = socket.fd
         pendingConnectError = socket.error
-        input = evbuffer_new()
-        output = evbuffer_new()
+        input = loop.emptyBuffer
+        output = loop.emptyBuffer
         wire = output
         state = .connecting
         makeEvents()
@@ -119,19 +153,52 @@ public final class Stream {
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
-        evbuffer_free(input)
-        evbuffer_free(output)
+        if input != loop.emptyBuffer { evbuffer_free(input) }
+        if output != loop.emptyBuffer { evbuffer_free(output) }
     }
 
     private func makeEvents() {
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(loop.base, fd, airlock_ev_read() | airlock_ev_persist(), streamReadCallback, ctx)
-        writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
     }
 
-    /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
-    /// split between connect and TLS time in task metrics and the gateway's histograms.
-    public internal(set) var handshakeStartedAt: UInt64 = 0
+    private func makeWriteEvent() -> OpaquePointer? {
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        writeEvent = event_new(loop.base, fd, airlock_ev_write() | airlock_ev_persist(), streamWriteCallback, ctx)
+        return writeEvent
+    }
+
+    /// `input`, given a buffer of its own first if it is still the loop's shared empty one.
+    @inline(__always)
+    func writableInput() -> OpaquePointer {
+        if input == loop.emptyBuffer { input = evbuffer_new() }
+        return input
+    }
+
+    /// `output`, taken from the loop first if the stream holds none (a plain stream's `wire`
+    /// is its output: it follows).
+    @inline(__always)
+    func writableOutput() -> OpaquePointer {
+        if output == loop.emptyBuffer { takeOutput() }
+        return output
+    }
+
+    private func takeOutput() {
+        output = loop.takeOutputBuffer()
+        if wire == loop.emptyBuffer { wire = output }
+    }
+
+    /// Gives the output buffer back to the loop once everything queued in it has gone.
+    @inline(__always)
+    func releaseOutputIfEmpty() {
+        if output != loop.emptyBuffer && evbuffer_get_length(output) == 0 { giveBackOutput() }
+    }
+
+    private func giveBackOutput() {
+        if wire == output { wire = loop.emptyBuffer }
+        loop.giveBackOutputBuffer(output)
+        output = loop.emptyBuffer
+    }
 
     // MARK: settings
 
@@ -204,7 +271,7 @@ public final class Stream {
     func armWrite(_ on: Bool) {
         if on && !writeArmed {
             writeArmed = true
-            add(writeEvent, timeouts.writeTV)
+            add(writeEvent ?? makeWriteEvent(), timeouts.writeTV)
         } else if !on && writeArmed {
             writeArmed = false
             event_del(writeEvent)

@@ -8,16 +8,18 @@ public struct HeadScanner: Sendable {
     private enum State: Sendable, Equatable {
         case startLine      // → fields once the first non-empty line ends, or → done
         case fields         // → done at the empty line
-        case done(Int)      // final: the head length
+        case done           // final: the head length is `scanned`
     }
 
-    private let kind: HeadKind
+    // Widest first, so that no padding comes between them, and the state in one byte (every
+    // client connection holds a scanner).
     private let limits: WireLimits
-    private var state: State = .startLine
     /// Next index to examine.
     private var scanned = 0
     /// Index where the current line began.
     private var lineStart = 0
+    private var state: State = .startLine
+    private let kind: HeadKind
 
     /// The most bytes `scan` needs to be shown: one past the head-size limit, so that a head
     /// too long is told apart from one still arriving. (A request's one allowed leading CRLF
@@ -37,7 +39,7 @@ public struct HeadScanner: Sendable {
     /// LF (LF not preceded by CR) → 400 `bareLF`. Once it has returned a length it keeps
     /// returning it until `reset()`.
     public mutating func scan(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Int? {
-        if case .done(let length) = state { return length }
+        if state == .done { return scanned }
         if bytes.count < scanned {
             // The caller handed us a different (shorter) buffer: start over rather than misread.
             reset()
@@ -69,8 +71,8 @@ public struct HeadScanner: Sendable {
                     lineStart = i
                     continue
                 }
-                state = .done(i)
-                return i
+                state = .done
+                return i   // and `scanned` (the defer)
             }
             if inStartLine {
                 inStartLine = false
@@ -94,7 +96,6 @@ public struct HeadScanner: Sendable {
 
     /// True once `scan` has found the end of the head.
     public var isComplete: Bool {
-        if case .done = state { return true }
-        return false
+        state == .done
     }
 }
