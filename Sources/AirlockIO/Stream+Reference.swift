@@ -23,7 +23,7 @@ extension Stream {
         let box = Unmanaged.passRetained(ReferencedBytes(bytes))
         let added = box.takeUnretainedValue().bytes.withUnsafeBytes { p in
             // The array is never mutated and the box holds it: its storage does not move.
-            evbuffer_add_reference(output, p.baseAddress, p.count, { _, _, extra in
+            evbuffer_add_reference(writableOutput(), p.baseAddress, p.count, { _, _, extra in
                 if let extra { Unmanaged<ReferencedBytes>.fromOpaque(extra).release() }
             }, box.toOpaque())
         }

@@ -151,6 +151,28 @@ final class SendRingTests: XCTestCase {
         XCTAssertEqual(s.outputLength, 0)
         XCTAssertEqual(ReferencedBytes.live.load(ordering: .relaxed), live, "the storage is released once sent")
         s.close()
+
+        // A referenced write as a stream's first output (its output buffer taken for it, not
+        // the loop's shared empty one), beside a stream that writes nothing.
+        let (a2, c2) = try tcpPair()
+        let (a3, _) = try tcpPair()
+        let first = Stream(loop: loop, fd: a2)
+        let idle = Stream(loop: loop, fd: a3)
+        let small = payload(9, 40_000)
+        first.writeReference(small)
+        XCTAssertEqual(idle.outputLength, 0, "nothing lands in another stream's output")
+        var got2: [UInt8] = []
+        rounds = 0
+        while got2.count < small.count && rounds < 200_000 {
+            rounds += 1
+            loop.runOnce(blocking: false)
+            let n = recv(c2, &buf, buf.count, Int32(MSG_DONTWAIT))
+            if n > 0 { got2 += buf[0..<n] }
+        }
+        XCTAssertTrue(got2 == small, "\(got2.count) of \(small.count) bytes")
+        XCTAssertEqual(ReferencedBytes.live.load(ordering: .relaxed), live)
+        first.close()
+        idle.close()
     }
 
     /// A write larger than the socket takes: the kernel takes part (or nothing, EAGAIN),
