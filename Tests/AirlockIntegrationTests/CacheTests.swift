@@ -171,6 +171,34 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual(try sha256Hex(body), expected)
     }
 
+    /// The request that fills a key fails (the origin closes its connection without answering:
+    /// the filler is answered 502): the requests waiting on that fill are released and go
+    /// upstream themselves; none hangs.
+    func testWaitersOfAFailedFillGoUpstreamThemselves() throws {
+        let o = try TestOrigin(.raw { r in
+            if r.header("X-Fail") != nil {
+                Thread.sleep(forTimeInterval: 0.5)
+                return []   // closes without a response
+            }
+            return Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nlate".utf8)
+        })
+        origin = o
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1) + "\n    cache: {}\n")
+        airlock = a
+        let filler = try RawClient(port: a.port)
+        defer { filler.close() }
+        try filler.send("GET /gone HTTP/1.1\r\nHost: cache.test\r\nX-Fail: 1\r\n\r\n")
+        XCTAssertTrue(o.waitForRequests(1, timeout: 5), "the fill reached the origin")
+        let waiter = try RawClient(port: a.port)
+        defer { waiter.close() }
+        try waiter.send("GET /gone HTTP/1.1\r\nHost: cache.test\r\n\r\n")
+        XCTAssertEqual(try filler.readResponse(timeout: 5).status, 502, "the fill failed")
+        let r = try waiter.readResponse(timeout: 5)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "late")
+        XCTAssertEqual(o.requestCount, 2, "released, the waiter made its own upstream request")
+    }
+
     final class Results: @unchecked Sendable {
         private let lock = NSLock()
         private var items: [ProcessResult?] = []
