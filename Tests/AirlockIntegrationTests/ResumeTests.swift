@@ -27,6 +27,8 @@ final class ResumeTests: XCTestCase {
         var cuts: [Int?]
         /// The representation: pattern bytes, or this body (a JSON document for a validating route).
         var body: [UInt8]? = nil
+        /// Responses (by index) that close without a byte: a resumed request cut before its head.
+        var silent: Set<Int> = []
     }
 
     /// Thread-safe count of the responses the origin began (each takes the next cut).
@@ -52,6 +54,7 @@ final class ResumeTests: XCTestCase {
         let body = script.body ?? patternBytes(count: script.size)
         let o = try TestOrigin(.raw { request in
             let i = counter.next()
+            if script.silent.contains(i) { return [] }
             return Self.respond(request, script, body, cut: script.cuts.indices.contains(i) ? script.cuts[i] : nil)
         })
         origin = o
@@ -330,5 +333,20 @@ final class ResumeTests: XCTestCase {
         let refused = try curl(b, "/doc", to: "\(dir)/refused", ["-w", "%{http_code}"])
         XCTAssertEqual(refused.stdoutString, "502")
         XCTAssertEqual(Fixture.json(bytes("\(dir)/refused"))["error"] as? String, "upstream-closed")
+    }
+
+    /// The connection of a resumed request closes before its head, twice: each is another
+    /// cut, and the next attempt (with the same `Range`) brings the rest.
+    func testAResumedRequestCutBeforeItsHeadIsTriedAgain() throws {
+        let dir = try tempDirectory()
+        let size = 400_000
+        let (o, a) = try start(Script(size: size, cuts: [150_000, nil, nil, nil], silent: [1]))
+        let file = "\(dir)/again"
+        let r = try curl(a, "/again", to: file)
+        XCTAssertEqual(r.exitCode, 0, r.stderr)
+        XCTAssertTrue(bytes(file) == patternBytes(count: size), "\(bytes(file).count) bytes, whole and right")
+        XCTAssertEqual(o.requests.map { $0.header("Range") }, [nil, "bytes=150000-", "bytes=150000-"])
+        let record = accessRecords(a, count: 1).first { $0["target"] as? String == "/again" }
+        XCTAssertEqual(record?["resumed"] as? Int, 1, "one resumed response continued the body")
     }
 }
