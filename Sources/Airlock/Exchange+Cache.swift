@@ -18,7 +18,6 @@ final class CacheState {
     var body: [UInt8] = []
     var teeing = false
     var maxObject = 0
-    var heuristicPercent: Int?
     /// The response's `Cache-Status` (RFC 9211).
     var status: CacheStatus?
     /// What `.deliverCachedResponse` writes.
@@ -46,7 +45,6 @@ extension Exchange {
         let now = Int64(time(nil))
         let lookup = worker.withCache(routeRef) { c in
             state.maxObject = c.limits.maxObject
-            state.heuristicPercent = c.heuristicPercent
             return c.lookup(url: url, request: request, now: now, joinFill: joinFill)
         }
         switch lookup {
@@ -110,8 +108,7 @@ extension Exchange {
                 return true
             }
             state.upstreamHead = head
-            state.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: state.maxObject,
-                                                                             heuristicPercent: state.heuristicPercent)
+            state.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: state.maxObject)
         }
         if var status = state.status {
             status.fwdStatus = state.fill != nil ? head.status : nil

@@ -286,8 +286,9 @@ final class GatewayPhases: ProxyPhases {
         return CacheKey.url(scheme: ex.intercepted ? .https : .http, request: ex.request)
     }
 
-    func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int, heuristicPercent: Int?) -> Bool {
-        if ResponseCache.refusal(request: ex.request, response: head, heuristicPercent: heuristicPercent) != nil { return false }
+    func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int) -> Bool {
+        // The field rules only: freshness is judged once, at the store.
+        if ResponseCache.fieldRefusal(request: ex.request, response: head) != nil { return false }
         if case .length(let n) = head.declaredFraming, n > UInt64(maxObject) { return false }
         return true
     }

@@ -55,7 +55,7 @@ protocol ProxyPhases {
     /// body is copied for the store, judged on the head (RFC 9111 3's rules that need no body,
     /// and `max_object` against a declared length); the store itself is decided once the body is
     /// whole and the validators passed it.
-    func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int, heuristicPercent: Int?) -> Bool
+    func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int) -> Bool
     /// What the route's response validators make of a response head, before any byte of it
     /// reaches the client.
     func upstreamResponseFilter(_ ex: Exchange, _ head: ResponseHead, framing: BodyFraming) -> ResponseFilterVerdict

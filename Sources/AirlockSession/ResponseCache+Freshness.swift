@@ -25,6 +25,18 @@ extension ResponseCache {
     ///   cacheable status;
     /// - and something to gain: a freshness lifetime above 0 or a validator to revalidate with.
     public static func refusal(request: RequestHead, response: ResponseHead, heuristicPercent: Int? = nil) -> CacheRefusal? {
+        if let refusal = fieldRefusal(request: request, response: response) { return refusal }
+        let rcc = CacheControl(response.headers)
+        let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || response.headers.firstIndex(name: "expires") != nil
+        guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
+        let lifetime = freshnessLifetime(response, responseTime: 0, heuristicPercent: heuristicPercent)
+        if lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
+        return nil
+    }
+
+    /// The rules of `refusal` that read fields only (no dates, no freshness): what a response
+    /// filter can check cheaply on the head before the body is copied for the store.
+    public static func fieldRefusal(request: RequestHead, response: ResponseHead) -> CacheRefusal? {
         guard request.method == .get else { return .method }
         guard response.status >= 200, response.status != 206, response.status != 304 else { return .status }
         let rcc = CacheControl(response.headers)
@@ -36,10 +48,6 @@ extension ResponseCache {
         }
         if response.headers.firstIndex(name: "set-cookie") != nil { return .setCookie }
         if response.headers.listElements(name: "vary").contains("*") { return .varyStar }
-        let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || response.headers.firstIndex(name: "expires") != nil
-        guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
-        let lifetime = freshnessLifetime(response, responseTime: 0, heuristicPercent: heuristicPercent)
-        if lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
         return nil
     }
 

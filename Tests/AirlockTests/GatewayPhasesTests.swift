@@ -593,7 +593,7 @@ final class GatewayPhasesTests: XCTestCase {
         let p = try phases(Self.cacheRoute)
         let ex = try exchange(p, "GET http://a.test/p HTTP/1.1\r\nHost: a.test\r\n\r\n")
         func copies(_ fields: String, max: Int = 1000) throws -> Bool {
-            p.responseCacheFilter(ex, try responseHead("HTTP/1.1 200 OK\r\n\(fields)\r\n"), maxObject: max, heuristicPercent: nil)
+            p.responseCacheFilter(ex, try responseHead("HTTP/1.1 200 OK\r\n\(fields)\r\n"), maxObject: max)
         }
         XCTAssertTrue(try copies("Cache-Control: max-age=60\r\nContent-Length: 10\r\n"))
         XCTAssertFalse(try copies("Cache-Control: no-store, max-age=60\r\nContent-Length: 10\r\n"))
@@ -603,7 +603,7 @@ final class GatewayPhasesTests: XCTestCase {
         XCTAssertTrue(try copies("Cache-Control: max-age=60\r\nTransfer-Encoding: chunked\r\n"), "unknown length: copied, checked as it comes")
         let post = try exchange(p, "POST http://a.test/p HTTP/1.1\r\nHost: a.test\r\nContent-Length: 0\r\n\r\n")
         XCTAssertFalse(p.responseCacheFilter(post, try responseHead("HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 1\r\n\r\n"),
-                                             maxObject: 1000, heuristicPercent: nil), "only a GET's response is stored")
+                                             maxObject: 1000), "only a GET's response is stored")
     }
 
     // MARK: logging
