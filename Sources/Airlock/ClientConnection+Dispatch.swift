@@ -27,7 +27,7 @@ extension ClientConnection {
             return
         }
         if req.method == .connect {
-            if interception != nil {
+            if isIntercepted {
                 ex.respond(GatewayError(.connectInsideIntercept, status: 400,
                                         message: "a CONNECT inside an intercepted tunnel is not allowed",
                                         source: .client, mustClose: true))

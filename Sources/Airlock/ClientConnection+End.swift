@@ -15,7 +15,7 @@ extension ClientConnection {
         let keepAlive = ExchangeMachine.clientKeepAlive(requestKeepAlive: false, requestWhole: false,
                                                         clientContinues: clientContinues, mustClose: e.mustClose)
         writeAnswer(e, keepAlive: keepAlive, requestID: requestID)
-        worker.phases.logging(unparsed: RequestSummary(id: requestID, request: nil, client: peer, intercepted: interception != nil),
+        worker.phases.logging(unparsed: RequestSummary(id: requestID, request: nil, client: peer, intercepted: isIntercepted),
                               .answered(e, keepAlive: keepAlive))
         continueAfter(keepAlive: keepAlive)
     }

@@ -57,6 +57,8 @@ final class ClientConnection: StreamDelegate {
 
     /// Set once an intercepted CONNECT's handshake completed: every request on this connection
     /// came inside that TLS session and goes where the CONNECT said (`GatewayPhases.interceptedPeer`).
+    /// Whether this connection is an intercepted CONNECT's TLS session (without copying its state out).
+    var isIntercepted: Bool { interceptionBox != nil }
     var interception: Interception? {
         get { interceptionBox?.value }
         set { interceptionBox = newValue.map(Box.init) }

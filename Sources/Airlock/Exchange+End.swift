@@ -45,7 +45,7 @@ extension Exchange {
         releaseAdmission()
         if cache != nil { cacheExchangeEnded(end) }
         worker.phases.logging(self, RequestSummary(id: id, request: request, client: client.peer,
-                                                   intercepted: client.interception != nil), end)
+                                                   intercepted: intercepted), end)
         client.exchangeEnded(self, end)
     }
 

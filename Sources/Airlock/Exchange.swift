@@ -126,7 +126,7 @@ final class Exchange {
     /// request, refused or not, is logged from it.
     init(client: ClientConnection?, id: RequestID, request: RequestHead, limits: WireLimits) {
         self.connection = client
-        self.intercepted = client?.interception != nil
+        self.intercepted = client?.isIntercepted ?? false
         self.stream = client?.stream
         self.workerRef = client?.worker
         self.id = id

@@ -25,8 +25,8 @@ extension ResponseCache {
     ///   cacheable status;
     /// - and something to gain: a freshness lifetime above 0 or a validator to revalidate with.
     public static func refusal(request: RequestHead, response: ResponseHead, heuristicPercent: Int? = nil) -> CacheRefusal? {
-        if let refusal = fieldRefusal(request: request, response: response) { return refusal }
         let rcc = CacheControl(response.headers)
+        if let refusal = fieldRefusal(request: request, response: response, responseControl: rcc) { return refusal }
         let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || response.headers.firstIndex(name: "expires") != nil
         guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
         let lifetime = freshnessLifetime(response, responseTime: 0, heuristicPercent: heuristicPercent)
@@ -37,9 +37,13 @@ extension ResponseCache {
     /// The rules of `refusal` that read fields only (no dates, no freshness): what a response
     /// filter can check cheaply on the head before the body is copied for the store.
     public static func fieldRefusal(request: RequestHead, response: ResponseHead) -> CacheRefusal? {
+        fieldRefusal(request: request, response: response, responseControl: CacheControl(response.headers))
+    }
+
+    /// `fieldRefusal` over the response's `Cache-Control` already parsed (`refusal` reads it too).
+    static func fieldRefusal(request: RequestHead, response: ResponseHead, responseControl rcc: CacheControl) -> CacheRefusal? {
         guard request.method == .get else { return .method }
         guard response.status >= 200, response.status != 206, response.status != 304 else { return .status }
-        let rcc = CacheControl(response.headers)
         let qcc = CacheControl(request.headers)
         if rcc.noStore || qcc.noStore { return .noStore }
         if rcc.isPrivate { return .private }
