@@ -128,7 +128,8 @@ extension Exchange {
             let now = Int64(time(nil))
             let body = state.body
             let done = worker.withCache(routeRef) {
-                $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now)
+                // Teeing: the response cache filter found no field refusal.
+                $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now, fieldsChecked: true)
             }
             if case .stored = done.outcome { stored = true }
         } else {

@@ -14,7 +14,7 @@ extension ForwardingHeads {
         let target = upstreamTarget(req.target)
         w.requestLine(method: req.method, target: s.target(target, method: req.method.name) ?? target)
         w.field("Host", value: host)
-        let tokens = connectionTokens(req.headers)
+        let tokens = HopByHop.connectionTokens(req.headers)
         var sent = Set<String>()
         for i in 0..<req.headers.count {
             switch req.headers.known(at: i) {

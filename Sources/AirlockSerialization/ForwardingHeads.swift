@@ -24,7 +24,7 @@ public enum ForwardingHeads {
                                viaToken11: String, idSerial: UInt64, clientID: String?, idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.requestLine(method: req.method, target: upstreamTarget(req.target))
         w.field("Host", value: host)
-        let tokens = connectionTokens(req.headers)
+        let tokens = HopByHop.connectionTokens(req.headers)
         for i in 0..<req.headers.count {
             switch req.headers.known(at: i) {
             case .host, .expect, .requestID: continue
@@ -44,54 +44,6 @@ public enum ForwardingHeads {
         default: break
         }
         w.end()
-    }
-
-    /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration).
-    public static func connectionTokens(_ h: HTTPHeaders) -> [String] {
-        var namesClose = false
-        for i in 0..<h.count {
-            let k = h.known(at: i)
-            guard k == .connection || k == .proxyConnection else { continue }
-            switch h.withValueBytes(at: i, connectionOptions) {
-            case .keepAliveOnly: continue
-            case .closeOrKeepAlive: namesClose = true
-            case .otherNames: return h.tokens(.connection) + h.tokens(.proxyConnection)
-            }
-        }
-        // The common values, without building the token list: "keep-alive" names a field
-        // that is hop-by-hop anyway; "close" names one only when a field is called Close.
-        return namesClose ? closeOption : []
-    }
-
-    private static let closeOption = ["close"]
-
-    private enum ConnectionOptions { case keepAliveOnly, closeOrKeepAlive, otherNames }
-
-    /// What a Connection value lists: only `keep-alive`, `close` (and maybe `keep-alive`),
-    /// or other names.
-    private static func connectionOptions(_ v: UnsafeRawBufferPointer) -> ConnectionOptions {
-        var close = false
-        var i = 0
-        while i < v.count {
-            while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
-            let start = i
-            while i < v.count && v[i] != 0x2C && v[i] != 0x20 && v[i] != 0x09 { i += 1 }
-            let token = UnsafeRawBufferPointer(rebasing: v[start..<i])
-            if token.isEmpty { continue }
-            if equalsLower(token, "close") {
-                close = true
-            } else if !equalsLower(token, "keep-alive") {
-                return .otherNames
-            }
-        }
-        return close ? .closeOrKeepAlive : .keepAliveOnly
-    }
-
-    private static func equalsLower(_ b: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {
-        guard b.count == s.utf8CodeUnitCount else { return false }
-        let p = s.utf8Start
-        for i in 0..<b.count where (b[i] | 0x20) != p[i] { return false }
-        return true
     }
 
     public static func methodExpectsBody(_ m: AirlockWire.Method) -> Bool {
@@ -127,7 +79,7 @@ public enum ForwardingHeads {
                                 viaToken: String, viaToken11: String, idSerial: UInt64, clientID: String?,
                                 idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
         w.statusLine(status: resp.status, reason: resp.reason)
-        let tokens = connectionTokens(resp.headers)
+        let tokens = HopByHop.connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
             let known = resp.headers.known(at: i)
             // A HEAD response's Content-Length describes the GET body: keep it as sent.

@@ -46,14 +46,27 @@ public struct CacheStatus: Sendable, Equatable {
 
     /// The list member, parameters in RFC 9211's order.
     public var fieldValue: String {
-        var out = Self.cacheName
-        if hit { out += "; hit" }
-        if let fwd { out += "; fwd=\(fwd.rawValue)" }
-        if let fwdStatus { out += "; fwd-status=\(fwdStatus)" }
-        if let ttl { out += "; ttl=\(ttl)" }
-        if stored { out += "; stored" }
-        if collapsed { out += "; collapsed" }
-        if let detail { out += "; detail=\(detail)" }
-        return out
+        var out = TextBuilder(capacity: 96)
+        out.append(Self.cacheName)
+        if hit { out.append("; hit") }
+        if let fwd {
+            out.append("; fwd=")
+            out.append(fwd.rawValue)
+        }
+        if let fwdStatus {
+            out.append("; fwd-status=")
+            out.append(decimal: fwdStatus)
+        }
+        if let ttl {
+            out.append("; ttl=")
+            out.append(decimal: ttl)
+        }
+        if stored { out.append("; stored") }
+        if collapsed { out.append("; collapsed") }
+        if let detail {
+            out.append("; detail=")
+            out.append(detail)
+        }
+        return out.text
     }
 }

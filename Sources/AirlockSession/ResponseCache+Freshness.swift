@@ -25,13 +25,60 @@ extension ResponseCache {
     ///   cacheable status;
     /// - and something to gain: a freshness lifetime above 0 or a validator to revalidate with.
     public static func refusal(request: RequestHead, response: ResponseHead, heuristicPercent: Int? = nil) -> CacheRefusal? {
-        let rcc = CacheControl(response.headers)
-        if let refusal = fieldRefusal(request: request, response: response, responseControl: rcc) { return refusal }
-        let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || response.headers.firstIndex(name: "expires") != nil
+        let facts = Facts(response, responseTime: 0, heuristicPercent: heuristicPercent)
+        return refusal(request: request, response: response, facts: facts)
+    }
+
+    /// `refusal` over a response's facts already read (`complete` reads them once, at the
+    /// response's own time, and keeps them for the entry).
+    /// `checkFields: false`: the field rules (`fieldRefusal`) were checked already.
+    static func refusal(request: RequestHead, response: ResponseHead, facts: Facts, checkFields: Bool = true) -> CacheRefusal? {
+        let rcc = facts.control
+        if checkFields, let refusal = fieldRefusal(request: request, response: response, responseControl: rcc) { return refusal }
+        let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || facts.hasExpires
         guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
-        let lifetime = freshnessLifetime(response, responseTime: 0, heuristicPercent: heuristicPercent)
-        if lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
+        if facts.lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
         return nil
+    }
+
+    /// What the store rules read from a response, each once: its `Cache-Control`, its `Date`
+    /// (or the response time when it has none), whether it has `Expires`, and its freshness
+    /// lifetime (`freshnessLifetime`).
+    struct Facts {
+        let control: CacheControl
+        let date: Int64
+        let hasExpires: Bool
+        let lifetime: Int64
+
+        init(_ response: ResponseHead, responseTime: Int64, heuristicPercent: Int?) {
+            let headers = response.headers
+            control = CacheControl(headers)
+            date = dateValue(headers, responseTime: responseTime)
+            var expires: Int?
+            var expiresCount = 0
+            for i in 0..<headers.count where headers.nameIs("expires", at: i) {
+                expiresCount += 1
+                expires = i
+            }
+            hasExpires = expiresCount > 0
+            lifetime = Self.lifetime(response, control: control, date: date, expires: expires, expiresCount: expiresCount,
+                                     heuristicPercent: heuristicPercent)
+        }
+
+        private static func lifetime(_ response: ResponseHead, control cc: CacheControl, date: Int64, expires: Int?,
+                                     expiresCount: Int, heuristicPercent: Int?) -> Int64 {
+            if let s = cc.sMaxAge { return s }
+            if let m = cc.maxAge { return m }
+            if let expires {
+                guard expiresCount == 1, let at = response.headers.withValueBytes(at: expires, { HTTPDate.parse($0) }) else { return 0 }
+                return max(0, at - date)
+            }
+            if let percent = heuristicPercent, heuristicallyCacheable.contains(response.status),
+               let modified = response.headers.firstDate(name: "last-modified"), modified < date {
+                return (date - modified) * Int64(percent) / 100
+            }
+            return 0
+        }
     }
 
     /// The rules of `refusal` that read fields only (no dates, no freshness): what a response
@@ -60,25 +107,12 @@ extension ResponseCache {
     /// `Date` counts as `responseTime`), else the heuristic when configured (that percent of
     /// `Date` minus `Last-Modified`, 4.2.2) for a heuristically cacheable status, else 0.
     public static func freshnessLifetime(_ response: ResponseHead, responseTime: Int64, heuristicPercent: Int? = nil) -> Int64 {
-        let cc = CacheControl(response.headers)
-        if let s = cc.sMaxAge { return s }
-        if let m = cc.maxAge { return m }
-        let date = dateValue(response.headers, responseTime: responseTime)
-        let expires = response.headers.values(name: "expires")
-        if !expires.isEmpty {
-            guard expires.count == 1, let at = HTTPDate.parse(expires[0]) else { return 0 }
-            return max(0, at - date)
-        }
-        if let percent = heuristicPercent, heuristicallyCacheable.contains(response.status),
-           let text = response.headers.first(name: "last-modified"), let modified = HTTPDate.parse(text), modified < date {
-            return (date - modified) * Int64(percent) / 100
-        }
-        return 0
+        Facts(response, responseTime: responseTime, heuristicPercent: heuristicPercent).lifetime
     }
 
     /// The `Date` field's time, or `responseTime` when it is absent or invalid.
     static func dateValue(_ headers: HTTPHeaders, responseTime: Int64) -> Int64 {
-        headers.first(.date).flatMap(HTTPDate.parse) ?? responseTime
+        headers.firstDate(.date) ?? responseTime
     }
 
     /// `current_age` (4.2.3):
@@ -95,7 +129,12 @@ extension ResponseCache {
 
     /// `corrected_initial_age`, kept with a stored response (whose stored head has no `Age`).
     static func initialAge(_ headers: HTTPHeaders, requestTime: Int64, responseTime: Int64) -> Int64 {
-        let apparent = max(0, responseTime - dateValue(headers, responseTime: responseTime))
+        initialAge(headers, date: dateValue(headers, responseTime: responseTime), requestTime: requestTime, responseTime: responseTime)
+    }
+
+    /// `initialAge` with the response's `date_value` already read.
+    static func initialAge(_ headers: HTTPHeaders, date: Int64, requestTime: Int64, responseTime: Int64) -> Int64 {
+        let apparent = max(0, responseTime - date)
         let correctedAgeValue = ageValue(headers) + max(0, responseTime - requestTime)
         return max(apparent, correctedAgeValue)
     }
@@ -189,8 +228,9 @@ extension ResponseCache {
     /// `Keep-Alive`, `TE`, `Transfer-Encoding`, …), not `Content-Length` (the stored body's
     /// own length is written when served) and not `Age` (computed when served).
     static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
-        let connection = headers.tokens(.connection)
-        return headers.filtered { i in
+        let connection = HopByHop.connectionTokens(headers)
+        // Room for the `Content-Length` the store appends.
+        return headers.filtered(reserving: 36) { i in
             !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) && !headers.nameIs("age", at: i)
         }
     }

@@ -103,6 +103,9 @@ public struct ResponseCache {
         /// condition itself) and adds the stored response's validators.
         public func upstreamHeaders(_ client: HTTPHeaders) -> HTTPHeaders {
             guard stores || !conditionalFields.isEmpty else { return client }
+            // Nothing to drop or add (a miss without the client's own conditional): unchanged, uncopied.
+            if conditionalFields.isEmpty && client.firstIndex(name: "if-none-match") == nil
+                && client.firstIndex(name: "if-modified-since") == nil { return client }
             var out = client
             out.removeAll(name: "if-none-match")
             out.removeAll(name: "if-modified-since")
@@ -150,14 +153,15 @@ public struct ResponseCache {
     public private(set) var bytes = 0
 
     private var entries = BoundedLRU<CacheKey, Entry>(capacity: Int.max)
-    /// Per URL with stored responses: their `Vary` names (lower-case, in order) and, when there
-    /// are any, the variants stored. A URL without `Vary` has one possible key and costs no
-    /// allocation here.
+    /// Per URL whose stored responses vary: their `Vary` names (lower-case, in order) and the
+    /// variants stored, keyed by the URL's key without a variant (`CacheKey(url:)`, hashed once).
+    /// A URL stored without `Vary` has one possible key, that one, and no state here: a lookup
+    /// that finds no state uses it.
     private struct URLState {
         var vary: [String]
         var variants: [String] = []
     }
-    private var urls: [String: URLState] = [:]
+    private var urls: [CacheKey: URLState] = [:]
     /// Keys being filled, and how many lookups wait on each.
     private var fills: [CacheKey: Int] = [:]
 
@@ -178,8 +182,9 @@ public struct ResponseCache {
     public mutating func lookup(url: String, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
         guard request.method == .get || request.method == .head else { return .bypass(CacheStatus(fwd: .method)) }
         guard request.headers.firstIndex(name: "range") == nil else { return .bypass(CacheStatus(fwd: .bypass)) }
-        let names = urls[url]?.vary
-        let key = CacheKey(url: url, variant: CacheKey.variant(names: names ?? [], request: request))
+        let base = CacheKey(url: url)
+        let names = urls.isEmpty ? nil : urls[base]?.vary
+        let key = names.map { CacheKey(url: url, variant: CacheKey.variant(names: $0, request: request)) } ?? base
         let stores = request.method == .get
         let asked = CacheControl(request.headers)
 
@@ -238,8 +243,10 @@ public struct ResponseCache {
     /// The upstream answered the fill's request: store it, freshen the stored one (a 304), or
     /// not, and release the fill's waiters. `validated`: the route's response validation passed
     /// it (a rejected response is never stored). `body` is the whole decoded body.
+    /// `fieldsChecked`: the caller's response filter found no `fieldRefusal` for this request
+    /// and response (the rules that read fields only), so they are not checked again.
     public mutating func complete(_ fill: Fill, request: RequestHead, response: ResponseHead, body: [UInt8],
-                                  validated: Bool, now: Int64) -> Completion {
+                                  validated: Bool, now: Int64, fieldsChecked: Bool = false) -> Completion {
         let waiters = release(fill)
         var status = CacheStatus(fwd: fill.forward, fwdStatus: response.status)
         if response.status == 304 && fill.revalidates {
@@ -268,21 +275,30 @@ public struct ResponseCache {
         }
         var head = response
         head.headers = Self.storableFields(response.headers)
-        if response.status != 204 { head.headers.append(name: "Content-Length", value: String(body.count)) }
-        let names = response.headers.listElements(name: "vary").map { $0.lowercased() }
-        let key = CacheKey(url: fill.key.url, variant: CacheKey.variant(names: names, request: request))
-        if let refusal = storeRefusal(request: request, response: response, key: key, stored: head, body: body, validated: validated) {
+        if response.status != 204 { head.headers.append(.contentLength, decimal: body.count) }
+        let names = response.headers.firstIndex(name: "vary") == nil ? [] : response.headers.listElements(name: "vary").map { $0.lowercased() }
+        let base = fill.key.variant.isEmpty ? fill.key : CacheKey(url: fill.key.url)
+        let key = names.isEmpty ? base : CacheKey(url: base.url, variant: CacheKey.variant(names: names, request: request))
+        // The response's facts, read once: the rules, the entry's lifetime and its age use them.
+        let facts = Facts(response, responseTime: now, heuristicPercent: heuristicPercent)
+        if let refusal = storeRefusal(request: request, response: response, facts: facts, checkFields: !fieldsChecked,
+                                      key: key, stored: head, body: body, validated: validated) {
             status.detail = refusal.rawValue
             return Completion(outcome: .notStored(refusal), status: status, waiters: waiters)
         }
-        if let known = urls[key.url]?.vary, known != names { removeURL(key.url) }
-        if urls[key.url] == nil { urls[key.url] = URLState(vary: names) }
+        let known = urls.isEmpty ? nil : urls[base]?.vary
+        if names.isEmpty {
+            if known != nil { removeURL(base) }   // it varied before: its variants go
+        } else if known != names {
+            removeURL(base)                       // its entries varied otherwise, or not at all
+            urls[base] = URLState(vary: names)
+        }
         head.declaredFraming = response.status == 204 ? .none : .length(UInt64(body.count))
         head.keepAlive = true
         put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
-                       initialAge: Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now),
-                       lifetime: Self.freshnessLifetime(head, responseTime: now, heuristicPercent: heuristicPercent),
-                       alwaysRevalidate: CacheControl(head.headers).noCache,
+                       initialAge: Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now),
+                       lifetime: facts.lifetime,
+                       alwaysRevalidate: facts.control.noCache,
                        bytes: Self.cost(key: key, head: head, body: body)))
         counters.stores += 1
         status.stored = true
@@ -300,9 +316,9 @@ public struct ResponseCache {
     }
 
     /// `stored`: the head as it would be stored (the entry's bytes count against `max_object`).
-    private func storeRefusal(request: RequestHead, response: ResponseHead, key: CacheKey, stored: ResponseHead,
-                              body: [UInt8], validated: Bool) -> CacheRefusal? {
-        if let refusal = Self.refusal(request: request, response: response, heuristicPercent: heuristicPercent) { return refusal }
+    private func storeRefusal(request: RequestHead, response: ResponseHead, facts: Facts, checkFields: Bool, key: CacheKey,
+                              stored: ResponseHead, body: [UInt8], validated: Bool) -> CacheRefusal? {
+        if let refusal = Self.refusal(request: request, response: response, facts: facts, checkFields: checkFields) { return refusal }
         guard validated else { return .rejected }
         guard Self.cost(key: key, head: stored, body: body) <= limits.maxObject else { return .tooLarge }
         return nil
@@ -325,11 +341,11 @@ public struct ResponseCache {
     // MARK: storage
 
     private mutating func put(_ key: CacheKey, _ entry: Entry) {
-        if let old = entries.peek(key) { bytes -= old.bytes }
-        entries.update(key, default: { entry }) { $0 = entry }
+        if let old = entries.updateValue(entry, forKey: key) { bytes -= old.bytes }
         bytes += entry.bytes
-        if !key.variant.isEmpty, urls[key.url]?.variants.contains(key.variant) == false {
-            urls[key.url]?.variants.append(key.variant)
+        if !key.variant.isEmpty {
+            let base = CacheKey(url: key.url)
+            if urls[base]?.variants.contains(key.variant) == false { urls[base]?.variants.append(key.variant) }
         }
     }
 
@@ -341,20 +357,22 @@ public struct ResponseCache {
         return true
     }
 
+    /// Drops a removed variant from its URL's state (a key without a variant has none).
     private mutating func forget(_ key: CacheKey) {
-        guard var state = urls[key.url] else { return }
+        guard !key.variant.isEmpty else { return }
+        let base = CacheKey(url: key.url)
+        guard var state = urls[base] else { return }
         state.variants.removeAll { $0 == key.variant }
-        urls[key.url] = state.variants.isEmpty ? nil : state
+        urls[base] = state.variants.isEmpty ? nil : state
     }
 
-    /// Removes every variant of `url`; returns how many.
+    /// Removes every variant of the URL of `base` (a key without a variant), or its one entry
+    /// when it does not vary; returns how many.
     @discardableResult
-    private mutating func removeURL(_ url: String) -> Int {
-        guard let state = urls[url] else { return 0 }
+    private mutating func removeURL(_ base: CacheKey) -> Int {
+        guard let state = urls.removeValue(forKey: base) else { return removeEntry(base) ? 1 : 0 }
         var removed = 0
-        let variants = state.vary.isEmpty ? [""] : state.variants
-        for variant in variants where removeEntry(CacheKey(url: url, variant: variant)) { removed += 1 }
-        urls[url] = nil
+        for variant in state.variants where removeEntry(CacheKey(url: base.url, variant: variant)) { removed += 1 }
         return removed
     }
 
@@ -388,7 +406,7 @@ public struct ResponseCache {
             urls.append(other)
         }
         var removed = 0
-        for u in urls { removed += removeURL(u) }
+        for u in urls { removed += removeURL(CacheKey(url: u)) }
         counters.invalidations += removed
         return removed
     }
@@ -419,7 +437,7 @@ public struct ResponseCache {
     public mutating func remove(url: String?) -> Int {
         let removed: Int
         if let url {
-            removed = removeURL(url)
+            removed = removeURL(CacheKey(url: url))
         } else {
             removed = entries.count
             while entries.removeLeastRecent() != nil {}

@@ -5,24 +5,27 @@
 /// list kept in arrays). Here, in the lowest module, because both of those import it.
 public struct BoundedLRU<Key: Hashable, Value> {
     public let capacity: Int
-    private var index: [Key: Int] = [:]
-    fileprivate var keys: [Key?] = []
-    fileprivate var values: [Value?] = []
-    private var prev: [Int] = []
-    private var next: [Int] = []
-    private var head = -1   // most recent
-    private var tail = -1   // least recent
-    fileprivate var tailIndex: Int? { tail >= 0 ? tail : nil }
-    private var free: [Int] = []
+    @usableFromInline var index: [Key: Int] = [:]
+    @usableFromInline var keys: [Key?] = []
+    @usableFromInline var values: [Value?] = []
+    @usableFromInline var prev: [Int] = []
+    @usableFromInline var next: [Int] = []
+    @usableFromInline var head = -1   // most recent
+    @usableFromInline var tail = -1   // least recent
+    @usableFromInline var tailIndex: Int? { tail >= 0 ? tail : nil }
+    @usableFromInline var free: [Int] = []
 
+    @inlinable
     public init(capacity: Int) {
         precondition(capacity > 0, "BoundedLRU needs a positive capacity")
         self.capacity = capacity
     }
 
+    @inlinable
     public var count: Int { index.count }
 
     /// The value for `key`, marking it most recently used.
+    @inlinable
     public mutating func get(_ key: Key) -> Value? {
         guard let i = index[key] else { return nil }
         touch(i)
@@ -30,11 +33,13 @@ public struct BoundedLRU<Key: Hashable, Value> {
     }
 
     /// The value without changing the order.
+    @inlinable
     public func peek(_ key: Key) -> Value? { index[key].flatMap { values[$0] } }
 
     /// Updates `key`'s value in place (inserting `make()` first when absent), marks it most
     /// recently used; returns the evicted key when the insert pushed the oldest out.
     @discardableResult
+    @inlinable
     public mutating func update<R>(_ key: Key, default make: () -> Value, _ body: (inout Value) -> R) -> (R, evicted: Key?) {
         var evicted: Key?
         let i: Int
@@ -54,8 +59,28 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return (r, evicted)
     }
 
+    /// Sets `key`'s value (inserting it when absent: this map's capacity must not be reached,
+    /// nothing is evicted), marks it most recently used, and returns the value it replaced: a
+    /// store that counts what it holds (AirlockSession's `ResponseCache`) in one lookup.
+    @discardableResult
+    @inlinable
+    public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+        if let i = index[key] {
+            touch(i)
+            let old = values[i]
+            values[i] = value
+            return old
+        }
+        precondition(index.count < capacity, "BoundedLRU.updateValue past capacity")
+        let i = allocate(key, value)
+        index[key] = i
+        pushFront(i)
+        return nil
+    }
+
     /// Forgets `key` (its slot is reused by the next insert); returns its value, nil when absent.
     @discardableResult
+    @inlinable
     public mutating func remove(_ key: Key) -> Value? {
         guard let i = index.removeValue(forKey: key) else { return nil }
         unlink(i)
@@ -67,6 +92,7 @@ public struct BoundedLRU<Key: Hashable, Value> {
     }
 
     /// Entries from most to least recently used.
+    @inlinable
     public var entries: [(Key, Value)] {
         var out: [(Key, Value)] = []
         var i = head
@@ -77,7 +103,8 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return out
     }
 
-    private mutating func allocate(_ key: Key, _ value: Value) -> Int {
+    @inlinable
+    mutating func allocate(_ key: Key, _ value: Value) -> Int {
         if let i = free.popLast() {
             keys[i] = key
             values[i] = value
@@ -90,7 +117,8 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return keys.count - 1
     }
 
-    private mutating func evictOldest() -> Key? {
+    @inlinable
+    mutating func evictOldest() -> Key? {
         guard tail >= 0 else { return nil }
         let i = tail
         unlink(i)
@@ -102,13 +130,15 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return k
     }
 
-    private mutating func touch(_ i: Int) {
+    @inlinable
+    mutating func touch(_ i: Int) {
         guard head != i else { return }
         unlink(i)
         pushFront(i)
     }
 
-    private mutating func unlink(_ i: Int) {
+    @inlinable
+    mutating func unlink(_ i: Int) {
         let p = prev[i], n = next[i]
         if p >= 0 { next[p] = n } else { head = n }
         if n >= 0 { prev[n] = p } else { tail = p }
@@ -116,7 +146,8 @@ public struct BoundedLRU<Key: Hashable, Value> {
         next[i] = -1
     }
 
-    private mutating func pushFront(_ i: Int) {
+    @inlinable
+    mutating func pushFront(_ i: Int) {
         prev[i] = -1
         next[i] = head
         if head >= 0 { prev[head] = i }
@@ -127,6 +158,7 @@ public struct BoundedLRU<Key: Hashable, Value> {
 
 extension BoundedLRU {
     /// The least recently used entry, without changing the order.
+    @inlinable
     public var leastRecent: (key: Key, value: Value)? {
         tailIndex.map { (keys[$0]!, values[$0]!) }
     }
@@ -134,6 +166,7 @@ extension BoundedLRU {
     /// Forgets the least recently used entry and returns it; nil when empty. A cache bounded by
     /// bytes rather than by count (AirlockSession's `ResponseCache`) purges with it.
     @discardableResult
+    @inlinable
     public mutating func removeLeastRecent() -> (key: Key, value: Value)? {
         guard let oldest = leastRecent else { return nil }
         remove(oldest.key)

@@ -81,6 +81,19 @@ public struct HTTPHeaders: Sendable, Equatable {
         return value(at: i)
     }
 
+    /// The first value of this field read as an HTTP-date (RFC 9110 5.6.7), seconds since the
+    /// epoch, parsed where it lies (no String); nil when the field is absent or not a date.
+    public func firstDate(_ field: KnownField) -> Int64? {
+        guard let i = entries.firstIndex(where: { $0.known == field }) else { return nil }
+        return withValueBytes(at: i) { HTTPDate.parse($0) }
+    }
+
+    /// `firstDate(_:)` for a field found by name, compared ignoring ASCII case.
+    public func firstDate(name: String) -> Int64? {
+        guard let i = firstIndex(name: name) else { return nil }
+        return withValueBytes(at: i) { HTTPDate.parse($0) }
+    }
+
     /// Index of the first field with this name, compared ignoring ASCII case.
     public func firstIndex(name: String) -> Int? {
         var name = name
@@ -128,6 +141,30 @@ public struct HTTPHeaders: Sendable, Equatable {
     }
 
     /// Appends a field, classifying its name as a `KnownField`. The value is stored OWS-trimmed.
+    /// Appends a known field (e.g. `Content-Length`) with a non-negative decimal value, its
+    /// digits written straight into the storage (no String made for name or number).
+    public mutating func append(_ field: KnownField, decimal: Int) {
+        precondition(decimal >= 0 && field != .other, "append(_:decimal:) takes a known field and a non-negative number")
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for Int.max's 19 digits
+        let count = withUnsafeMutableBytes(of: &digits) { buf -> Int in
+            var n = decimal
+            var end = buf.count
+            repeat {
+                end -= 1
+                buf[end] = UInt8(truncatingIfNeeded: 0x30 + n % 10)
+                n /= 10
+            } while n > 0
+            return buf.count - end
+        }
+        var name = field.canonicalName
+        name.withUTF8 { n in
+            withUnsafeBytes(of: &digits) { buf in
+                append(nameBytes: UnsafeRawBufferPointer(n), valueBytes: UnsafeRawBufferPointer(rebasing: buf[(buf.count - count)...]),
+                       known: field)
+            }
+        }
+    }
+
     public mutating func append(name: String, value: String) {
         var name = name
         var value = value
@@ -183,16 +220,35 @@ public struct HTTPHeaders: Sendable, Equatable {
 
     /// A copy holding only the fields `keep` accepts (by index), in order, their bytes copied as
     /// they are (no String per field): e.g. the fields a cache stores.
-    public func filtered(_ keep: (Int) -> Bool) -> HTTPHeaders {
+    /// `reserving`: room for that many more bytes (and one more field), for a field the caller
+    /// appends next without the storage growing again.
+    public func filtered(reserving extra: Int = 0, _ keep: (Int) -> Bool) -> HTTPHeaders {
         var out = HTTPHeaders()
-        out.reserve(bytes: storage.count, fields: entries.count)
-        storage.withUnsafeBytes { all in
-            for (i, e) in entries.enumerated() where keep(i) {
-                out.append(nameBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]),
-                           valueBytes: UnsafeRawBufferPointer(rebasing: all[Int(e.valueStart)..<Int(e.valueStart + e.valueCount)]),
-                           known: e.known)
+        var kept: [Entry] = []
+        kept.reserveCapacity(entries.count + (extra > 0 ? 1 : 0))
+        var bytes = 0
+        for i in entries.indices where keep(i) {
+            kept.append(entries[i])
+            bytes += Int(entries[i].nameCount + entries[i].valueCount)
+        }
+        // One allocation of the kept bytes (and `extra`), each field's name and value copied once.
+        out.storage = storage.withUnsafeBytes { all in
+            [UInt8](unsafeUninitializedCapacity: bytes + extra) { dst, count in
+                guard let to = UnsafeMutableRawPointer(dst.baseAddress), let from = all.baseAddress else { return }
+                var at = 0
+                for j in kept.indices {
+                    let e = kept[j]
+                    kept[j].nameStart = UInt32(at)
+                    (to + at).copyMemory(from: from + Int(e.nameStart), byteCount: Int(e.nameCount))
+                    at += Int(e.nameCount)
+                    kept[j].valueStart = UInt32(at)
+                    (to + at).copyMemory(from: from + Int(e.valueStart), byteCount: Int(e.valueCount))
+                    at += Int(e.valueCount)
+                }
+                count = at
             }
         }
+        out.entries = kept
         return out
     }
 

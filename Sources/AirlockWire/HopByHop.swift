@@ -2,7 +2,7 @@
 public enum HopByHop {
     /// True for Connection, Proxy-Connection, Keep-Alive, TE, Trailer, Upgrade,
     /// Proxy-Authorization, Transfer-Encoding, Content-Length (re-framed by the proxy) and any
-    /// name listed in `connectionTokens` (as from `headers.tokens(.connection)`), ignoring case.
+    /// name listed in `connectionTokens` (as from `connectionTokens(headers)`), ignoring case.
     public static func isHopByHop(_ headers: HTTPHeaders, at i: Int, connectionTokens: [String]) -> Bool {
         switch headers.known(at: i) {
         case .connection, .proxyConnection, .keepAlive, .te, .trailer, .upgrade, .proxyAuthorization,
@@ -18,5 +18,55 @@ public enum HopByHop {
                 return token.withUTF8 { ByteClass.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
             }
         }
+    }
+
+    /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration), for
+    /// `isHopByHop`. The common values cost no list: `keep-alive` names a field that is
+    /// hop-by-hop anyway, so a head whose Connection says only that gives none.
+    public static func connectionTokens(_ h: HTTPHeaders) -> [String] {
+        var namesClose = false
+        for i in 0..<h.count {
+            let k = h.known(at: i)
+            guard k == .connection || k == .proxyConnection else { continue }
+            switch h.withValueBytes(at: i, connectionOptions) {
+            case .keepAliveOnly: continue
+            case .closeOrKeepAlive: namesClose = true
+            case .otherNames: return h.tokens(.connection) + h.tokens(.proxyConnection)
+            }
+        }
+        // The common values, without building the token list: "keep-alive" names a field
+        // that is hop-by-hop anyway; "close" names one only when a field is called Close.
+        return namesClose ? closeOption : []
+    }
+
+    private static let closeOption = ["close"]
+
+    private enum ConnectionOptions { case keepAliveOnly, closeOrKeepAlive, otherNames }
+
+    /// What a Connection value lists: only `keep-alive`, `close` (and maybe `keep-alive`),
+    /// or other names.
+    private static func connectionOptions(_ v: UnsafeRawBufferPointer) -> ConnectionOptions {
+        var close = false
+        var i = 0
+        while i < v.count {
+            while i < v.count && (v[i] == 0x20 || v[i] == 0x09 || v[i] == 0x2C) { i += 1 }
+            let start = i
+            while i < v.count && v[i] != 0x2C && v[i] != 0x20 && v[i] != 0x09 { i += 1 }
+            let token = UnsafeRawBufferPointer(rebasing: v[start..<i])
+            if token.isEmpty { continue }
+            if equalsLower(token, "close") {
+                close = true
+            } else if !equalsLower(token, "keep-alive") {
+                return .otherNames
+            }
+        }
+        return close ? .closeOrKeepAlive : .keepAliveOnly
+    }
+
+    private static func equalsLower(_ b: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {
+        guard b.count == s.utf8CodeUnitCount else { return false }
+        let p = s.utf8Start
+        for i in 0..<b.count where (b[i] | 0x20) != p[i] { return false }
+        return true
     }
 }

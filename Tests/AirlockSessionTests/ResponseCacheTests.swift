@@ -400,6 +400,55 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(cache.listing(now: t0 + 2).map(\.variant).sorted(), ["accept-encoding=br", "accept-encoding=gzip"])
     }
 
+    /// A URL stored without `Vary` has one entry and no per-URL state; when a new response for
+    /// it varies, the plain entry goes and the variant is stored, and when a later one does not
+    /// vary, every variant goes for the plain entry: never both kinds at once.
+    func testAURLThatStartsOrStopsVaryingKeepsOneKindOfEntry() throws {
+        var cache = ResponseCache()
+        let plain = ok(date0, "Cache-Control: max-age=60")
+        let varying = ok(date0, "Cache-Control: max-age=60", "Vary: Accept-Encoding")
+        let gzip = get("/a", "Accept-Encoding: gzip", "Cache-Control: no-cache")
+        fill(&cache, get("/a"), plain, body: Array("plain".utf8), at: t0)
+        XCTAssertEqual(cache.listing(now: t0).map(\.variant), [""])
+
+        // no-cache forwards the stored response; the 200 that comes back varies.
+        let f = try XCTUnwrap(forward(cache.lookup(url: url, request: gzip, now: t0 + 1)))
+        XCTAssertTrue(isStored(cache.complete(f, request: gzip, response: varying, body: Array("gz".utf8), validated: true, now: t0 + 1)))
+        XCTAssertEqual(cache.listing(now: t0 + 1).map(\.variant), ["accept-encoding=gzip"], "the plain entry went")
+        XCTAssertEqual(try XCTUnwrap(forward(cache.lookup(url: url, request: get("/a"), now: t0 + 2))).forward, .varyMiss)
+        let br = get("/a", "Accept-Encoding: br")
+        fill(&cache, br, varying, body: Array("br".utf8), at: t0 + 2)
+        XCTAssertEqual(cache.count, 2)
+
+        // It stops varying: both variants go for the one plain entry, which every request hits.
+        let again = try XCTUnwrap(forward(cache.lookup(url: url, request: get("/a", "Accept-Encoding: br", "Cache-Control: no-cache"),
+                                                       now: t0 + 3)))
+        XCTAssertTrue(isStored(cache.complete(again, request: br, response: plain, body: Array("plain2".utf8), validated: true,
+                                              now: t0 + 3)))
+        XCTAssertEqual(cache.listing(now: t0 + 3).map(\.variant), [""])
+        XCTAssertEqual(try XCTUnwrap(hit(cache.lookup(url: url, request: get("/a", "Accept-Encoding: gzip"), now: t0 + 4))).body,
+                       Array("plain2".utf8))
+        XCTAssertEqual(cache.remove(url: url), 1)
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertEqual(try XCTUnwrap(forward(cache.lookup(url: url, request: br, now: t0 + 5))).forward, .uriMiss)
+    }
+
+    /// The store's own field check is skipped only when the caller's response filter made it:
+    /// without `fieldsChecked` a `Set-Cookie` response is refused at the store as before.
+    func testTheStoreChecksTheFieldRulesUnlessTheFilterDid() throws {
+        var cache = ResponseCache()
+        let cookie = ok(date0, "Cache-Control: max-age=60", "Set-Cookie: s=1")
+        XCTAssertEqual(refusal(fill(&cache, get("/a"), cookie, at: t0)), .setCookie)
+        let fresh = ok(date0, "Cache-Control: max-age=60")
+        let f = try XCTUnwrap(forward(cache.lookup(url: url, request: get("/a"), now: t0, joinFill: false)))
+        XCTAssertTrue(isStored(cache.complete(f, request: get("/a"), response: fresh, body: [1], validated: true, now: t0,
+                                              fieldsChecked: true)))
+        let g = try XCTUnwrap(forward(cache.lookup(url: "http://o.test/b", request: get("/b"), now: t0)))
+        XCTAssertEqual(refusal(cache.complete(g, request: get("/b"), response: ok(date0, "Cache-Control: max-age=0"), body: [1],
+                                              validated: true, now: t0, fieldsChecked: true)), .noFreshness,
+                       "the freshness rules still apply")
+    }
+
     // MARK: invalidation (RFC 9111 4.4)
     /// Every variant of a URL goes with it (an invalidation, `DELETE /cache?url=`), and a URL
     /// whose last variant went is a `uri-miss` again, not a `vary-miss`.

@@ -20,6 +20,24 @@ final class BoundedLRUTests: XCTestCase {
         XCTAssertEqual(lru.entries.map(\.1), [999, 998, 997])
     }
 
+    /// `updateValue` sets a value in one lookup: the old value back (nil for a new key), the
+    /// key made the most recent, a freed slot reused.
+    func testUpdateValueReturnsTheOldValueAndRefreshesTheKey() {
+        var lru = BoundedLRU<String, Int>(capacity: 10)
+        XCTAssertNil(lru.updateValue(1, forKey: "a"))
+        XCTAssertNil(lru.updateValue(2, forKey: "b"))
+        XCTAssertEqual(lru.entries.map(\.0), ["b", "a"])
+        XCTAssertEqual(lru.updateValue(3, forKey: "a"), 1)
+        XCTAssertEqual(lru.entries.map(\.0), ["a", "b"])
+        XCTAssertEqual(lru.peek("a"), 3)
+        XCTAssertEqual(lru.remove("b"), 2)
+        XCTAssertNil(lru.updateValue(4, forKey: "c"))
+        XCTAssertEqual(lru.entries.map(\.0), ["c", "a"])
+        XCTAssertEqual(lru.entries.map(\.1), [4, 3])
+        XCTAssertEqual(lru.count, 2)
+        XCTAssertEqual(lru.removeLeastRecent()?.key, "a")
+    }
+
     func testCapacityOne() {
         var lru = BoundedLRU<Int, String>(capacity: 1)
         lru.update(1, default: { "one" }) { _ in }

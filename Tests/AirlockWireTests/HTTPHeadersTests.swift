@@ -26,6 +26,36 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertEqual(headers.tokens(.te), [])
     }
 
+    /// `filtered` keeps the chosen fields, byte for byte and in order, in storage of their own
+    /// (a field appended next, with `reserving`, lands after them); `append(_:decimal:)` writes a
+    /// known field's canonical name and the number's digits.
+    func testFilteredKeepsTheChosenFieldsAndAppendDecimalWritesDigits() throws {
+        let head = try Array("HTTP/1.1 200 OK\r\nConnection: close\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nX-A:  one \r\nAge: 5\r\nx-b: two\r\n\r\n".utf8).withUnsafeBytes { try ResponseParser.parse($0) }
+        let h = head.headers
+        var kept = h.filtered(reserving: 32) { !h.nameIs("connection", at: $0) && !h.nameIs("age", at: $0) }
+        XCTAssertEqual((0..<kept.count).map { kept.name(at: $0) + "=" + kept.value(at: $0) },
+                       ["Date=Sun, 06 Nov 1994 08:49:37 GMT", "X-A=one", "x-b=two"])
+        XCTAssertEqual(kept.first(.date), "Sun, 06 Nov 1994 08:49:37 GMT")
+        kept.append(.contentLength, decimal: 0)
+        kept.append(.contentLength, decimal: 1_234_567_890)
+        kept.append(.contentLength, decimal: Int.max)
+        XCTAssertEqual(kept.values(name: "content-length"), ["0", "1234567890", String(Int.max)])
+        XCTAssertEqual(kept.first(.contentLength), "0")
+        XCTAssertEqual(kept.name(at: 3), "Content-Length")
+        XCTAssertEqual(h.filtered { _ in false }.count, 0)
+        XCTAssertEqual(h.filtered { _ in true }, h)
+    }
+
+    /// `firstDate` reads the first such field as an HTTP-date where it lies.
+    func testFirstDateParsesTheFirstFieldOfThatName() throws {
+        let head = try Array("HTTP/1.1 200 OK\r\nLast-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nDate: Sunday, 06-Nov-94 08:49:37 GMT\r\nDate: Mon, 07 Nov 1994 08:49:37 GMT\r\nExpires: 0\r\n\r\n".utf8).withUnsafeBytes { try ResponseParser.parse($0) }
+        XCTAssertEqual(head.headers.firstDate(name: "last-modified"), 784_111_777)
+        XCTAssertEqual(head.headers.firstDate(.date), 784_111_777, "the first Date, in RFC 850 form")
+        XCTAssertNil(head.headers.firstDate(name: "expires"), "not a date")
+        XCTAssertNil(head.headers.firstDate(name: "etag"), "absent")
+        XCTAssertNil(HTTPHeaders().firstDate(.date))
+    }
+
     func testRemoveAll() {
         var headers = HTTPHeaders()
         headers.append(name: "Host", value: "a")
