@@ -14,6 +14,8 @@
 # bench/unique-url.lua (every request a new URL, /small?r=..&t=..&n=..), so each request with the
 # cache is a lookup, a miss, an upstream request, a store and, once `memory` (100 MiB) is
 # passed, a purge; the row is the ratio miss-with-cache / no-cache (issue #21's budget: >= 0.95).
+# The same for nginx, for scale: its proxy_cache instance driven with unique URLs (each a miss
+# written to a file on tmpfs) against the same nginx configuration with `proxy_cache off`.
 #
 # The upstream sends Last-Modified and no Cache-Control, so Airlock's freshness is heuristic (10 %
 # of Date - Last-Modified): documents the harness has just written would be fresh for ~0 s, so
@@ -44,7 +46,7 @@ for tool in wrk curl nginx; do command -v "$tool" >/dev/null || die "$tool not f
 ROUNDS=${ROUNDS:-8}; DUR=${DUR:-2}; CONNS=${CONNS:-64}
 AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
 read -ra airlock_args <<<"$AIRLOCK_ARGS"
-PORT_NGINX=18631; PORT_HIT=18632; PORT_MISS=18633; PORT_PLAIN=18634; ADMIN_HIT=18638; ADMIN_MISS=18639
+PORT_NGINX=18631; PORT_HIT=18632; PORT_MISS=18633; PORT_PLAIN=18634; PORT_NGINX_PLAIN=18635; ADMIN_HIT=18638; ADMIN_MISS=18639
 SMALL=/small; LARGE=/1m.bin
 RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results/cache-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RESULTS_DIR"
@@ -84,19 +86,24 @@ for doc in "$SMALL" "$LARGE"; do
   done
 done
 
-# nginx with proxy_cache.
-rm -rf "$NGINX_CACHE" && mkdir -p "$NGINX_CACHE" "$NGINX_DIR/logs" "$NGINX_DIR/tmp"
+# nginx with proxy_cache, and the same nginx without it.
+declare -A server=()
+start_nginx() {  # start_nginx NAME DIR PORT CACHE_ZONE
+  mkdir -p "$2/logs" "$2/tmp"
+  render "$REPO/bench/nginx-cache.conf.in" "$2/nginx.conf" DIR="$2" PORT="$3" \
+    UP_PORT="$UP_PORT" WORKERS="$WORKERS" CACHE_DIR="$NGINX_CACHE" CACHE_ZONE="$4"
+  chown -R nobody:nogroup "$2/tmp"
+  nginx -t -q -p "$2/" -e "$2/logs/error.log" -c "$2/nginx.conf" || die "nginx -t failed for $2/nginx.conf"
+  # shellcheck disable=SC2046  # $(srv_pin) is "taskset -c N" or nothing: split on purpose
+  $(srv_pin) nginx -p "$2/" -e "$2/logs/error.log" -c "$2/nginx.conf" </dev/null >"$RESULTS_DIR/$1.log" 2>&1 &
+  pids+=($!)
+  server[$1]=$!
+  wait_port "$3" || die "$1 did not start (see $2/logs/error.log)"
+}
+rm -rf "$NGINX_CACHE" && mkdir -p "$NGINX_CACHE"
 chown nobody:nogroup "$NGINX_CACHE"
-render "$REPO/bench/nginx-cache.conf.in" "$NGINX_DIR/nginx.conf" DIR="$NGINX_DIR" PORT="$PORT_NGINX" \
-  UP_PORT="$UP_PORT" WORKERS="$WORKERS" CACHE_DIR="$NGINX_CACHE"
-chown -R nobody:nogroup "$NGINX_DIR/tmp"
-nginx -t -q -p "$NGINX_DIR/" -e "$NGINX_DIR/logs/error.log" -c "$NGINX_DIR/nginx.conf" || die "nginx -t failed for $NGINX_DIR/nginx.conf"
-# shellcheck disable=SC2046  # $(srv_pin) is "taskset -c N" or nothing: split on purpose
-$(srv_pin) nginx -p "$NGINX_DIR/" -e "$NGINX_DIR/logs/error.log" -c "$NGINX_DIR/nginx.conf" </dev/null \
-  >"$RESULTS_DIR/nginx-cache.log" 2>&1 &
-pids+=($!)
-declare -A server=([nginx-cache]=$!)
-wait_port "$PORT_NGINX" || die "nginx-cache did not start (see $NGINX_DIR/logs/error.log)"
+start_nginx nginx-cache "$NGINX_DIR" "$PORT_NGINX" bench
+start_nginx nginx-plain "$NGINX_DIR-plain" "$PORT_NGINX_PLAIN" off
 
 # The Airlocks: hits and misses with the cache (admin listeners for their counters), and none.
 start_airlock() {  # start_airlock NAME CONFIG PORT ADMIN
@@ -129,16 +136,20 @@ for doc in "$SMALL:100" "$LARGE:1048576"; do
   expect_field "$PORT_HIT" "$path" Cache-Status "Airlock; hit" "$size"
 done
 expect_field "$PORT_MISS" "$SMALL?check=1" Cache-Status "Airlock; fwd=uri-miss; fwd-status=200" 100
+expect_field "$PORT_NGINX" "$SMALL?check=1" X-Cache-Status MISS 100
 
 # Targets: name port path [lua]
-names=(nginx-hit-100B airlock-hit-100B nginx-hit-1MiB airlock-hit-1MiB airlock-miss airlock-nocache)
+names=(nginx-hit-100B airlock-hit-100B nginx-hit-1MiB airlock-hit-1MiB airlock-miss airlock-nocache nginx-miss nginx-nocache)
 declare -A port=([nginx-hit-100B]=$PORT_NGINX [airlock-hit-100B]=$PORT_HIT [nginx-hit-1MiB]=$PORT_NGINX
-                 [airlock-hit-1MiB]=$PORT_HIT [airlock-miss]=$PORT_MISS [airlock-nocache]=$PORT_PLAIN)
+                 [airlock-hit-1MiB]=$PORT_HIT [airlock-miss]=$PORT_MISS [airlock-nocache]=$PORT_PLAIN
+                 [nginx-miss]=$PORT_NGINX [nginx-nocache]=$PORT_NGINX_PLAIN)
 declare -A path=([nginx-hit-100B]=$SMALL [airlock-hit-100B]=$SMALL [nginx-hit-1MiB]=$LARGE
-                 [airlock-hit-1MiB]=$LARGE [airlock-miss]=$SMALL [airlock-nocache]=$SMALL)
-declare -A lua=([airlock-miss]=1 [airlock-nocache]=1)
+                 [airlock-hit-1MiB]=$LARGE [airlock-miss]=$SMALL [airlock-nocache]=$SMALL
+                 [nginx-miss]=$SMALL [nginx-nocache]=$SMALL)
+declare -A lua=([airlock-miss]=1 [airlock-nocache]=1 [nginx-miss]=1 [nginx-nocache]=1)
 declare -A proc=([nginx-hit-100B]=nginx-cache [airlock-hit-100B]=airlock-hit [nginx-hit-1MiB]=nginx-cache
-                 [airlock-hit-1MiB]=airlock-hit [airlock-miss]=airlock-miss [airlock-nocache]=airlock-nocache)
+                 [airlock-hit-1MiB]=airlock-hit [airlock-miss]=airlock-miss [airlock-nocache]=airlock-nocache
+                 [nginx-miss]=nginx-cache [nginx-nocache]=nginx-plain)
 declare -A results=()
 declare -A cpu=()   # per target: the server's CPU time per request (µs) of each measured run
 run_wrk() {  # run_wrk NAME SECONDS TAG -> req/s (integer), 0 on failure; raw output in RESULTS_DIR
@@ -198,6 +209,8 @@ row() {  # row LABEL A B GOAL
 row "hit 100 B:  airlock / nginx proxy_cache" airlock-hit-100B nginx-hit-100B ">= 1.20"
 row "hit 1 MiB:  airlock / nginx proxy_cache" airlock-hit-1MiB nginx-hit-1MiB ">= 1.20"
 row "miss 100 B: airlock with cache / without" airlock-miss airlock-nocache ">= 0.95"
+row "miss 100 B: nginx with proxy_cache / without (for scale)" nginx-miss nginx-nocache "none"
+row "miss 100 B: airlock with cache / nginx with proxy_cache" airlock-miss nginx-miss "none"
 
 # The Airlocks' own counters: every measured hit-row request a hit; every miss-row request stored.
 counters() {  # counters ADMIN_PORT -> "hits=.. misses=.. ..."
