@@ -275,32 +275,30 @@ struct ConfigReader {
     // MARK: - Typed scalars
 
     private mutating func readSize(_ fields: [String: Node], _ key: String, _ store: (Int64) -> Void) {
-        let path = "limits." + key
-        guard let node = fields[key], let text = scalar(node, at: path) else { return }
-        if let bytes = ConfigSyntax.parseSize(text), bytes <= Int64(Int32.max) || key == "body_bytes" {
-            store(bytes)
-        } else {
-            fail(path, "expected a size in bytes, e.g. 65536, 64KiB, 1MiB or 1GiB, got \"\(text)\"")
+        readLimit(fields, key, expected: "a size in bytes, e.g. 65536, 64KiB, 1MiB or 1GiB", store) { text in
+            ConfigSyntax.parseSize(text).flatMap { $0 <= Int64(Int32.max) || key == "body_bytes" ? $0 : nil }
         }
     }
 
     private mutating func readCount(_ fields: [String: Node], _ key: String, _ store: (Int) -> Void) {
-        let path = "limits." + key
-        guard let node = fields[key], let text = scalar(node, at: path) else { return }
-        if let count = ConfigSyntax.parseCount(text) {
-            store(count)
-        } else {
-            fail(path, "expected a non-negative integer, got \"\(text)\"")
-        }
+        readLimit(fields, key, expected: "a non-negative integer", store, parse: ConfigSyntax.parseCount)
     }
 
     private mutating func readDuration(_ fields: [String: Node], _ key: String, _ store: (Duration) -> Void) {
+        readLimit(fields, key, expected: "a duration such as 500ms, 10s, 2m or 1h (a bare integer is seconds)", store,
+                  parse: ConfigSyntax.parseDuration)
+    }
+
+    /// `limits.<key>` when present: stored when `parse` reads it, an issue naming the key and
+    /// what was `expected` otherwise.
+    private mutating func readLimit<T>(_ fields: [String: Node], _ key: String, expected: String, _ store: (T) -> Void,
+                                       parse: (String) -> T?) {
         let path = "limits." + key
         guard let node = fields[key], let text = scalar(node, at: path) else { return }
-        if let duration = ConfigSyntax.parseDuration(text) {
-            store(duration)
+        if let value = parse(text) {
+            store(value)
         } else {
-            fail(path, "expected a duration such as 500ms, 10s, 2m or 1h (a bare integer is seconds), got \"\(text)\"")
+            fail(path, "expected \(expected), got \"\(text)\"")
         }
     }
 
