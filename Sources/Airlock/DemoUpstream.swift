@@ -160,12 +160,7 @@ private final class DemoConnection: StreamDelegate {
         }
         let answer: [UInt8]
         do throws(WireError) {
-            guard let n = try stream.withInput(max: DemoUpstream.wireLimits.headerBytes + 2, { buf throws(WireError) in
-                try scanner.scan(buf)
-            }) else { return }
-            let head = try stream.withInput(max: n) { buf throws(WireError) in
-                try RequestParser.parse(buf, limits: DemoUpstream.wireLimits)
-            }
+            guard let head = try stream.readOneRequestHead(&scanner, limits: DemoUpstream.wireLimits) else { return }
             answer = DemoUpstream.respond(to: head)
         } catch {
             answer = Array("HTTP/1.1 \(error.status) \(ReasonPhrase.standard(for: error.status))\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)

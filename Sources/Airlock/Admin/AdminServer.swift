@@ -406,12 +406,7 @@ private final class AdminConnection: StreamDelegate, EventSubscriber {
         }
         let answer: [UInt8]
         do throws(WireError) {
-            guard let n = try stream.withInput(max: AdminServer.wireLimits.headerBytes + 2, { buf throws(WireError) in
-                try scanner.scan(buf)
-            }) else { return }
-            let head = try stream.withInput(max: n) { buf throws(WireError) in
-                try RequestParser.parse(buf, limits: AdminServer.wireLimits)
-            }
+            guard let head = try stream.readOneRequestHead(&scanner, limits: AdminServer.wireLimits) else { return }
             answered = true
             guard let now = server.respond(to: head, on: self) else { return }   // answered later
             answer = now
