@@ -14,27 +14,28 @@ extension Worker {
     /// what the cache's counters gained to the route's metrics.
     func withCache<R>(_ route: Route, _ body: (inout ResponseCache) -> R) -> R {
         let name = route.config.name
-        if caches[name] == nil, let c = route.config.cache {
-            let workers = max(1, context.config.workers)
-            let share = { (n: Int64) in Int(max(1, n / Int64(workers))) }
-            let cache = ResponseCache(limits: ResponseCache.Limits(memory: share(c.memory), purgeTo: share(c.purgeTo),
-                                                                   maxObject: Int(c.maxObject)),
-                                      heuristicPercent: c.heuristicPercent)
-            caches[name] = RouteCache(cache: cache, metrics: CacheMetrics(route: name, factory: context.metrics.factory))
-        }
-        var before = ResponseCache.Counters()
-        var after = before
-        var handles: CacheMetrics?
-        func counted(_ c: inout RouteCache) -> R {
-            before = c.cache.counters
-            let result = body(&c.cache)
-            after = c.cache.counters
-            handles = c.metrics
-            return result
-        }
-        let result = counted(&caches[name, default: RouteCache(cache: ResponseCache(), metrics: nil)])
-        if after != before { handles?.add(before: before, after: after) }
+        let i = caches.index(forKey: name) ?? makeCache(route)
+        return Self.counted(&caches.values[i], body)   // in place: the cache is never copied
+    }
+
+    private static func counted<R>(_ c: inout RouteCache, _ body: (inout ResponseCache) -> R) -> R {
+        let before = c.cache.counters
+        let result = body(&c.cache)
+        if c.cache.counters != before { c.metrics.add(before: before, after: c.cache.counters) }
         return result
+    }
+
+    /// `route`'s cache on this worker, made: its share of `memory` and `purge_to`, its metric handles.
+    private func makeCache(_ route: Route) -> Dictionary<String, RouteCache>.Index {
+        let name = route.config.name
+        guard let c = route.config.cache else { preconditionFailure("withCache on route \(name), which has no cache") }
+        let workers = max(1, context.config.workers)
+        let share = { (n: Int64) in Int(max(1, n / Int64(workers))) }
+        let cache = ResponseCache(limits: ResponseCache.Limits(memory: share(c.memory), purgeTo: share(c.purgeTo),
+                                                               maxObject: Int(c.maxObject)),
+                                  heuristicPercent: c.heuristicPercent)
+        caches[name] = RouteCache(cache: cache, metrics: CacheMetrics(route: name, factory: context.metrics.factory))
+        return caches.index(forKey: name)!
     }
 
     /// Requests waiting for another's fill of `key` (request collapsing), woken when it ends:
@@ -85,7 +86,7 @@ struct WorkerCache: Sendable {
 /// A route's cache on one worker, and its metric handles (made once, not per request).
 struct RouteCache {
     var cache: ResponseCache
-    let metrics: CacheMetrics?
+    let metrics: CacheMetrics
 }
 
 /// `airlock_cache_hits_total`, `_misses_total`, `_revalidations_total`, `_stores_total`,
