@@ -112,7 +112,7 @@ extension Exchange {
         }
         if var status = state.status {
             status.fwdStatus = state.fill != nil ? head.status : nil
-            response?.headers.append(name: "Cache-Status", value: status.fieldValue)
+            if response != nil { status.append(to: &response!.headers) }
         }
         return false
     }
@@ -161,7 +161,7 @@ extension Exchange {
         state.hit = nil
         releaseUpstream(bodyReadToEnd: true)
         var head = hit.notModified ? ResponseCache.notModifiedHead(hit.head) : hit.head
-        head.headers.append(name: "Cache-Status", value: (state.status ?? hit.status).fieldValue)
+        (state.status ?? hit.status).append(to: &head.headers)
         let framing = head.framing(requestMethod: request.method)
         response = head
         responseStatus = head.status

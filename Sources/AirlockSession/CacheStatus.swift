@@ -1,3 +1,5 @@
+public import AirlockWire
+
 /// The `Cache-Status` response field's member for Airlock (RFC 9211): whether the response came
 /// from the cache (`hit`) or why the request went forward (`fwd`), and what happened then.
 ///
@@ -45,7 +47,15 @@ public struct CacheStatus: Sendable, Equatable {
     }
 
     /// The list member, parameters in RFC 9211's order.
-    public var fieldValue: String {
+    public var fieldValue: String { member.text }
+
+    /// Appends `Cache-Status: <fieldValue>` to `headers`, the value's bytes written as built
+    /// (no String made for it: every cached exchange's response carries one).
+    public func append(to headers: inout HTTPHeaders) {
+        member.withBytes { headers.append(name: "Cache-Status", valueBytes: $0) }
+    }
+
+    private var member: TextBuilder {
         var out = TextBuilder(capacity: 96)
         out.append(Self.cacheName)
         if hit { out.append("; hit") }
@@ -67,6 +77,6 @@ public struct CacheStatus: Sendable, Equatable {
             out.append("; detail=")
             out.append(detail)
         }
-        return out.text
+        return out
     }
 }

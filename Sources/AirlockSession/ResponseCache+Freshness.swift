@@ -98,7 +98,9 @@ extension ResponseCache {
             return .authorization
         }
         if response.headers.firstIndex(name: "set-cookie") != nil { return .setCookie }
-        if response.headers.listElements(name: "vary").contains("*") { return .varyStar }
+        if response.headers.firstIndex(name: "vary") != nil, response.headers.listElements(name: "vary").contains("*") {
+            return .varyStar
+        }
         return nil
     }
 

@@ -28,4 +28,6 @@ struct TextBuilder {
     }
 
     var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { bytes.withUnsafeBytes(body) }
 }

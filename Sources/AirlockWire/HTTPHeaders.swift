@@ -165,6 +165,13 @@ public struct HTTPHeaders: Sendable, Equatable {
         }
     }
 
+    /// Appends a field whose value is given as bytes (already valid field-value text, no
+    /// leading or trailing whitespace): no String made for it.
+    public mutating func append(name: StaticString, valueBytes: UnsafeRawBufferPointer) {
+        let n = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        append(nameBytes: n, valueBytes: valueBytes, known: KnownField.classify(n))
+    }
+
     public mutating func append(name: String, value: String) {
         var name = name
         var value = value

@@ -677,6 +677,15 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(CacheStatus(fwd: .varyMiss, collapsed: true).fieldValue, "Airlock; fwd=vary-miss; collapsed")
         XCTAssertEqual(CacheStatus(fwd: .request, fwdStatus: 200, detail: "no-store").fieldValue,
                        "Airlock; fwd=request; fwd-status=200; detail=no-store")
+        XCTAssertEqual(CacheStatus(hit: true, ttl: -3).fieldValue, "Airlock; hit; ttl=-3")
+        // Appended to a head as a field of its own, after what is there.
+        var headers = HTTPHeaders()
+        headers.append(name: "Age", value: "1")
+        CacheStatus(fwd: .uriMiss, fwdStatus: 200).append(to: &headers)
+        CacheStatus(hit: true, ttl: 1_000_000).append(to: &headers)
+        XCTAssertEqual(headers.count, 3)
+        XCTAssertEqual(headers.name(at: 1), "Cache-Status")
+        XCTAssertEqual(headers.values(name: "cache-status"), ["Airlock; fwd=uri-miss; fwd-status=200", "Airlock; hit; ttl=1000000"])
     }
 
     // MARK: admin
