@@ -15,16 +15,16 @@ struct TextBuilder {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// `n` in decimal, its digits written straight into the buffer.
+    /// `n` in decimal, its digits written straight into the buffer, most significant first.
     mutating func append(decimal n: some BinaryInteger) {
         if n < 0 { bytes.append(0x2D) }
-        var v = n.magnitude
-        let start = bytes.count
+        let v = UInt64(n.magnitude)
+        var unit: UInt64 = 1
+        while unit <= v / 10 { unit *= 10 }
         repeat {
-            bytes.append(UInt8(truncatingIfNeeded: 0x30 + v % 10))
-            v /= 10
-        } while v > 0
-        bytes[start...].reverse()
+            bytes.append(UInt8(truncatingIfNeeded: 0x30 + (v / unit) % 10))
+            unit /= 10
+        } while unit > 0
     }
 
     var text: String { String(decoding: bytes, as: UTF8.self) }

@@ -678,6 +678,9 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(CacheStatus(fwd: .request, fwdStatus: 200, detail: "no-store").fieldValue,
                        "Airlock; fwd=request; fwd-status=200; detail=no-store")
         XCTAssertEqual(CacheStatus(hit: true, ttl: -3).fieldValue, "Airlock; hit; ttl=-3")
+        XCTAssertEqual(CacheStatus(hit: true, ttl: 0).fieldValue, "Airlock; hit; ttl=0")
+        XCTAssertEqual(CacheStatus(hit: true, ttl: .max).fieldValue, "Airlock; hit; ttl=\(Int64.max)")
+        XCTAssertEqual(CacheStatus(hit: true, ttl: 1_000).fieldValue, "Airlock; hit; ttl=1000")
         // Appended to a head as a field of its own, after what is there.
         var headers = HTTPHeaders()
         headers.append(name: "Age", value: "1")
