@@ -105,8 +105,10 @@ final class TLSSession {
     ///   "TLS bulk": -21 % CPU per 1 MiB response). The default buffer stays: a 64 KiB one
     ///   saved 4 % more CPU for 12 MiB more peak RSS at 64 connections.
     /// - release buffers: OpenSSL frees a connection's record buffers whenever they are empty,
-    ///   so an idle or pooled connection holds none (-16 MiB RSS at 500 connections).
-    /// Decrypted bytes OpenSSL holds fire no socket event: `hasPending` tells the stream.
+    ///   so an idle or pooled connection holds none (peak RSS after 500 concurrent TLS
+    ///   exchanges: 57 -> 40.5 MiB).
+    /// Records read ahead, like decrypted bytes, fire no socket event: `hasPending`
+    /// (`SSL_has_pending` counts both) tells the stream to come back for them.
     static func configureRecordBuffers(of ctx: OpaquePointer) {
         airlock_SSL_CTX_set_read_ahead(ctx, 1)
         _ = airlock_SSL_CTX_set_mode(ctx, Int(SSL_MODE_RELEASE_BUFFERS))
@@ -215,7 +217,7 @@ final class TLSSession {
         }
     }
 
-    /// Decrypted bytes OpenSSL already holds (they fire no socket event).
+    /// Bytes OpenSSL already holds, decrypted or read ahead (they fire no socket event).
     @inline(__always)
     var hasPending: Bool { SSL_has_pending(ssl) == 1 }
 
