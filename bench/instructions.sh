@@ -19,6 +19,9 @@
 # event stream and polls, and prints the page's own timings (window.airlockDashboard) after it.
 # Env: DUR (10 s)  CONNS (16)  BENCH_PATH (/small)  HAPROXY (0)  SHARED (../shared)  DASHBOARD ("")
 #      CONFIG (bench/gateway.yaml; e.g. bench/gateway-cache.yaml for cache hits)
+#      TLS=1: the gateway originates TLS to the upstream's https port (localhost:18443, verified
+#        against the harness's CA, as make bench's airlock-tls row); with BENCH_PATH=/1m.bin this
+#        is the TLS bulk row. HAPROXY=1 then measures the harness's haproxy-tls configuration.
 #      WRK_LUA (a wrk script for every wrk run, given a run id as its argument: bench/unique-url.lua
 #      makes every request a new URL, the cache's miss path)
 #      AIRLOCK_ARGS (default "--log-level warning"; "" measures with access records on,
@@ -34,6 +37,10 @@ BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
 read -ra airlock_args <<<"$AIRLOCK_ARGS"
 DUR=${DUR:-10}; CONNS=${CONNS:-16}; BENCH_PATH=${BENCH_PATH:-/small}; HAPROXY=${HAPROXY:-0}
+TLS=${TLS:-0}
+# TLS=1 measures on ports of its own, so it can run beside a plain measurement.
+airlock_port=18671; haproxy_port=18672
+[ "$TLS" = 1 ] && { airlock_port=18675; haproxy_port=18676; }
 DASHBOARD=${DASHBOARD:-}; ADMIN_PORT=18673
 WRK_LUA=${WRK_LUA:-}
 case "$DASHBOARD" in ""|closed|open) ;; *) die "DASHBOARD: expected closed or open, got $DASHBOARD" ;; esac
@@ -119,15 +126,24 @@ measure() {  # measure NAME PORT CMD...
 mkdir -p "$REPO/bench/results"
 strip --strip-debug -o "$work/airlock" "$BIN"
 config=${CONFIG:-$REPO/bench/gateway.yaml}
+if [ "$TLS" = 1 ]; then
+  [ -f "$CERT_DIR/ca.crt" ] || die "no harness CA at $CERT_DIR/ca.crt (bash $SHARED/bench/setup.sh)"
+  printf '%s\n' "listen: 127.0.0.1:$airlock_port" "workers: 1" "routes:" "  - name: bench-tls" \
+    "    match: { host: \"*\" }" "    upstream: https://localhost:$UP_TLS_PORT" \
+    "    security: { ca: \"$CERT_DIR/ca.crt\" }" >"$work/gateway-tls.yaml"
+  config=$work/gateway-tls.yaml
+fi
 if [ -n "$DASHBOARD" ]; then
   { cat "$config"; echo "admin: 127.0.0.1:$ADMIN_PORT"; } >"$work/gateway.yaml"
   config=$work/gateway.yaml
 fi
-measure airlock 18671 "$work/airlock" run --config "$config" --listen 127.0.0.1:18671 "${airlock_args[@]}"
+measure airlock $airlock_port "$work/airlock" run --config "$config" --listen 127.0.0.1:$airlock_port "${airlock_args[@]}"
 if [ "$HAPROXY" = 1 ]; then
-  cfg=/tmp/bench-haproxy/haproxy.cfg
-  [ -f "$cfg" ] || { "$HARNESS/servers.sh" start haproxy >/dev/null; "$HARNESS/servers.sh" stop haproxy >/dev/null; }
-  sed 's/127.0.0.1:18201/127.0.0.1:18672/' "$cfg" >"$work/haproxy.cfg"
-  measure haproxy 18672 haproxy -db -f "$work/haproxy.cfg"
+  peer=haproxy; peer_port=18201
+  [ "$TLS" = 1 ] && { peer=haproxy-tls; peer_port=18202; }
+  cfg=/tmp/bench-$peer/haproxy.cfg
+  [ -f "$cfg" ] || { "$HARNESS/servers.sh" start $peer >/dev/null; "$HARNESS/servers.sh" stop $peer >/dev/null; }
+  sed "s/127.0.0.1:$peer_port/127.0.0.1:$haproxy_port/" "$cfg" >"$work/haproxy.cfg"
+  measure haproxy $haproxy_port haproxy -db -f "$work/haproxy.cfg"
 fi
 echo "(callgrind profiles: bench/results/callgrind.*.out; callgrind_annotate --inclusive=yes FILE)"

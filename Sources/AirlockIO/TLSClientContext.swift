@@ -35,6 +35,7 @@ public final class TLSClientContext: @unchecked Sendable {
         SSL_CTX_set_security_level(c, Int32(securityLevel))
         _ = airlock_SSL_CTX_set_min_proto_version(c, airlock_TLS1_2_VERSION())
         _ = airlock_SSL_CTX_set_mode(c, airlock_SSL_MODE_partial_moving())
+        TLSSession.configureRecordBuffers(of: c)
         airlock_SSL_CTX_refuse_renegotiation(c)
         SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nil)
         SSL_CTX_set_default_verify_paths(c)

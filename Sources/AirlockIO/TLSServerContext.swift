@@ -26,6 +26,7 @@ public final class TLSServerContext: @unchecked Sendable {
         cache = Mutex(LeafCache(capacity: leafCacheSize))
         _ = airlock_SSL_CTX_set_min_proto_version(c, airlock_TLS1_2_VERSION())
         _ = airlock_SSL_CTX_set_mode(c, airlock_SSL_MODE_partial_moving())
+        TLSSession.configureRecordBuffers(of: c)
         airlock_SSL_CTX_refuse_renegotiation(c)
         airlock_SSL_CTX_server_no_resumption(c)
         SSL_CTX_set_alpn_select_cb(c, alpnSelectCallback, nil)
