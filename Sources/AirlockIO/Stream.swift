@@ -57,6 +57,10 @@ public final class Stream {
     /// unmanaged, so the read and write paths use the session without a retain/release pair
     /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
     var tlsSession: Unmanaged<TLSSession>?
+    /// Splice mode (`Stream+Splice`): as a source, where its reads go; as a destination, the
+    /// pipe it writes before its output. Nil on streams that copy.
+    var spliceOut: SpliceSource?
+    var spliceIn: SplicePipe?
     private var tlsSetupBox: TLSSetupBox?
     /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
     /// split between connect and TLS time in task metrics and the gateway's histograms.
@@ -254,7 +258,7 @@ public final class Stream {
     func updateReadEvent() {
         let should: Bool
         switch state {
-        case .open: should = wantRead && evbuffer_get_length(input) < readHighWatermark
+        case .open: should = wantRead && (spliceOut == nil ? evbuffer_get_length(input) < readHighWatermark : spliceReady)
         case .lingering: should = true
         case .handshaking: return   // the handshake arms its own events (Stream+TLS)
         case .connecting, .eof, .flushing, .closed: should = false
