@@ -30,10 +30,14 @@ final class SplicePipe {
 
 /// One loop's spare pipes (HAProxy's pipe pool): made on demand with
 /// `pipe2(O_NONBLOCK | O_CLOEXEC)` and grown to `size`, given back when empty, closed when the
-/// pool already holds `spareMax`. Also counts what its loop spliced, for tests and metrics.
+/// pool already holds `spareMax`, and all closed once none was taken for `idleTrim` (an idle
+/// worker holds no pipe descriptors). Also counts what its loop spliced, for tests and metrics.
 public final class PipePool {
     private var spare: [SplicePipe] = []
     static let spareMax = 8
+    static let idleTrim: Duration = .seconds(1)
+    private var trimTimer: Timer?
+    private var takenSinceTrim = false
     /// What a new pipe is grown to (`F_SETPIPE_SZ`; the default of 64 KiB when refused).
     static let size: Int32 = 256 * 1024
 
@@ -48,6 +52,7 @@ public final class PipePool {
 
     /// An empty pipe, or nil when none can be made (out of descriptors): the caller copies.
     func take() -> SplicePipe? {
+        takenSinceTrim = true
         if let p = spare.popLast() { return p }
         var fds: (Int32, Int32) = (-1, -1)
         let r = withUnsafeMutablePointer(to: &fds) {
@@ -61,9 +66,26 @@ public final class PipePool {
     }
 
     /// Takes back a pipe nothing uses any more: kept if empty and there is room, else closed.
-    func giveBack(_ p: SplicePipe) {
+    func giveBack(_ p: SplicePipe, on loop: EventLoop) {
         p.source = nil
-        if p.pending == 0 && spare.count < Self.spareMax { spare.append(p) }
+        guard p.pending == 0 && spare.count < Self.spareMax else { return }
+        spare.append(p)
+        let timer = trimTimer ?? Timer(loop: loop) { [unowned self] in self.trim() }
+        trimTimer = timer
+        if !timer.isScheduled {
+            takenSinceTrim = false
+            timer.schedule(after: Self.idleTrim)
+        }
+    }
+
+    /// The spares go once a whole `idleTrim` passed without a pipe taken.
+    private func trim() {
+        if takenSinceTrim && !spare.isEmpty {
+            takenSinceTrim = false
+            trimTimer?.schedule(after: Self.idleTrim)
+            return
+        }
+        spare.removeAll()
     }
 
     func counted(_ n: Int) { splicedBytes &+= UInt64(n) }

@@ -150,7 +150,7 @@ extension Stream {
     func releasePipeIfDone() {
         guard let p = spliceIn, p.pending == 0, p.source == nil else { return }
         spliceIn = nil
-        loop.pipes.giveBack(p)
+        loop.pipes.giveBack(p, on: loop)
     }
 
     /// Ends both roles when the stream closes: a source stops; a destination's pipe is dropped
@@ -160,7 +160,7 @@ extension Stream {
         if let p = spliceIn {
             spliceIn = nil
             if let src = p.source { src.stopSplice() }
-            if p.pending == 0 { loop.pipes.giveBack(p) }
+            if p.pending == 0 { loop.pipes.giveBack(p, on: loop) }
         }
     }
 }

@@ -192,6 +192,25 @@ final class StreamSpliceTests: XCTestCase {
         XCTAssertEqual(p.loop.pipes.pipesMade, 1, "one pipe served every round")
     }
 
+    /// An idle loop keeps no spare pipe: they close once none was taken for `idleTrim`.
+    func testSparePipesCloseWhenIdle() throws {
+        let p = try pair()
+        defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
+        var moved = 0
+        XCTAssertTrue(p.src.startSplice(to: p.dst, budget: 10) { moved += $0 })
+        XCTAssertEqual(Self.writeSome(p.feed, [UInt8](repeating: 1, count: 10), from: 0), 10)
+        for _ in 0..<1000 where moved < 10 { _ = p.loop.runOnce(blocking: false) }
+        p.src.stopSplice()
+        XCTAssertEqual(p.loop.pipes.spareCount, 1)
+        let started = Date()
+        for _ in 0..<50 where p.loop.pipes.spareCount > 0 {
+            usleep(100_000)
+            _ = p.loop.runOnce(blocking: false)
+        }
+        XCTAssertEqual(p.loop.pipes.spareCount, 0, "the spare pipe closed")
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.9, "not before a second passed")
+    }
+
     func testBufferedInputOrTheSameStreamRefuseToSplice() throws {
         let p = try pair()
         defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
