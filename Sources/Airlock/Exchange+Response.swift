@@ -135,6 +135,14 @@ extension Exchange {
         }
     }
 
+    /// Before the response: whether its body will likely be spliced (nothing on the route needs
+    /// the bytes, both sides plain), so the upstream reads once per event and little of the body
+    /// is copied before the splice starts (`Stream.spliceExpected`).
+    func expectSplice(_ u: UpstreamConnection) {
+        u.stream.spliceExpected = worker.limits.splice && route.validator == nil && cache == nil
+            && u.stream.isPlainTCP && clientStream.isPlainTCP
+    }
+
     /// What splicing the response body depends on: whether anything needs its bytes.
     var responseSpliceFacts: SplicePolicy.Facts {
         SplicePolicy.Facts(enabled: worker.limits.splice,

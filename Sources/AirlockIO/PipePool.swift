@@ -29,9 +29,10 @@ final class SplicePipe {
 }
 
 /// One loop's spare pipes (HAProxy's pipe pool): made on demand with
-/// `pipe2(O_NONBLOCK | O_CLOEXEC)` and grown to `size`, given back when empty, closed when the
-/// pool already holds `spareMax`, and all closed once none was taken for `idleTrim` (an idle
-/// worker holds no pipe descriptors). Also counts what its loop spliced, for tests and metrics.
+/// `pipe2(O_NONBLOCK | O_CLOEXEC)` and grown to `size`, given back when empty. Spares are kept
+/// only while other pipes are in use (a loop under bulk load reuses them), at most `spareMax`,
+/// and not past `idleTrim` without a pipe taken: a worker with no splice under way holds no
+/// pipe descriptor. Also counts what its loop spliced, for tests and metrics.
 public final class PipePool {
     private var spare: [SplicePipe] = []
     static let spareMax = 8
@@ -47,13 +48,18 @@ public final class PipePool {
     public private(set) var pipesMade = 0
     /// Pipes waiting in the pool now.
     public var spareCount: Int { spare.count }
+    /// Pipes taken and neither given back nor dropped.
+    public private(set) var inUse = 0
 
     init() {}
 
     /// An empty pipe, or nil when none can be made (out of descriptors): the caller copies.
     func take() -> SplicePipe? {
         takenSinceTrim = true
-        if let p = spare.popLast() { return p }
+        if let p = spare.popLast() {
+            inUse += 1
+            return p
+        }
         var fds: (Int32, Int32) = (-1, -1)
         let r = withUnsafeMutablePointer(to: &fds) {
             $0.withMemoryRebound(to: Int32.self, capacity: 2) { airlock_pipe($0) }
@@ -62,12 +68,18 @@ public final class PipePool {
         // A larger pipe, fewer splices; best effort (the kernel's default is 64 KiB).
         let size = airlock_set_pipe_size(fds.1, Self.size)
         pipesMade += 1
+        inUse += 1
         return SplicePipe(readFD: fds.0, writeFD: fds.1, capacity: size > 0 ? Int(size) : 65536)
     }
 
     /// Takes back a pipe nothing uses any more: kept if empty and there is room, else closed.
     func giveBack(_ p: SplicePipe, on loop: EventLoop) {
         p.source = nil
+        inUse -= 1
+        guard inUse > 0 else {   // nothing splices on this loop now: no spare is kept
+            spare.removeAll()
+            return
+        }
         guard p.pending == 0 && spare.count < Self.spareMax else { return }
         spare.append(p)
         let timer = trimTimer ?? Timer(loop: loop) { [unowned self] in self.trim() }
@@ -86,6 +98,13 @@ public final class PipePool {
             return
         }
         spare.removeAll()
+    }
+
+    /// A pipe closed with bytes still in it (its destination closed): not kept.
+    func dropped(_ p: SplicePipe) {
+        p.source = nil
+        inUse -= 1
+        if inUse == 0 { spare.removeAll() }
     }
 
     func counted(_ n: Int) { splicedBytes &+= UInt64(n) }

@@ -85,7 +85,7 @@ extension Stream {
             n = readOnce()
             if n > 0 { total += n }
             reads += 1
-        } while moreToRead(n) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
+        } while !spliceExpected && moreToRead(n) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
         let readErrno = errno
         if state == .lingering {
             evbuffer_drain(input, evbuffer_get_length(input))

@@ -160,7 +160,7 @@ extension Stream {
         if let p = spliceIn {
             spliceIn = nil
             if let src = p.source { src.stopSplice() }
-            if p.pending == 0 { loop.pipes.giveBack(p, on: loop) }
+            if p.pending == 0 { loop.pipes.giveBack(p, on: loop) } else { loop.pipes.dropped(p) }
         }
     }
 }

@@ -77,6 +77,9 @@ public final class Stream {
     let flushesFirst: Bool
     /// Reads go straight into reserved input space (a bulk transfer is under way).
     var bulkReads = false
+    /// The owner will likely splice what follows the next head (`Stream+Splice`): one read per
+    /// readable event, so that little is copied before the owner can start splicing.
+    public var spliceExpected = false
 
     /// For a TLS upstream: how to start TLS, until the handshake starts.
     var tlsSetup: TLSSetup? {
@@ -154,6 +157,7 @@ public final class Stream {
 
     deinit {
         tlsSession?.release()   // SSL_free before the socket closes
+        if let p = spliceIn { loop.pipes.dropped(p) }
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }

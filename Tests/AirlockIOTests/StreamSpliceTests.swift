@@ -23,8 +23,8 @@ final class StreamSpliceTests: XCTestCase {
         let drain: Int32     // the test reads here; `dst` writes the other end
     }
 
-    private func pair() throws -> Pair {
-        let loop = EventLoop(name: "splice")
+    private func pair(on shared: EventLoop? = nil) throws -> Pair {
+        let loop = shared ?? EventLoop(name: "splice")
         let (a, feed) = try Self.socketPair()
         let (b, drain) = try Self.socketPair()
         return Pair(loop: loop, src: AirlockIO.Stream(loop: loop, fd: a), dst: AirlockIO.Stream(loop: loop, fd: b),
@@ -173,9 +173,16 @@ final class StreamSpliceTests: XCTestCase {
         XCTAssertTrue(received == prefix + body, "every byte, in order, before the close")
     }
 
+    /// While another splice is under way on the loop, an emptied pipe waits in the pool and
+    /// the next splice takes it; once nothing splices, no pipe is kept.
     func testPipesGoBackToThePoolAndAreReused() throws {
         let p = try pair()
-        defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
+        let other = try pair(on: p.loop)
+        defer {
+            close(p.feed); close(p.drain); p.src.close(); p.dst.close()
+            close(other.feed); close(other.drain); other.src.close(); other.dst.close()
+        }
+        XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
         for round in 1...3 {
             var moved = 0
             XCTAssertTrue(p.src.startSplice(to: p.dst, budget: 1000) { moved += $0 })
@@ -189,13 +196,21 @@ final class StreamSpliceTests: XCTestCase {
             XCTAssertNil(p.dst.spliceIn, "an empty pipe nothing splices into leaves the destination")
             XCTAssertEqual(p.loop.pipes.spareCount, 1)
         }
-        XCTAssertEqual(p.loop.pipes.pipesMade, 1, "one pipe served every round")
+        XCTAssertEqual(p.loop.pipes.pipesMade, 2, "one pipe served every round (and one the other splice)")
+        other.src.stopSplice()
+        XCTAssertEqual(p.loop.pipes.inUse, 0)
+        XCTAssertEqual(p.loop.pipes.spareCount, 0, "nothing splices: no pipe kept")
     }
 
-    /// An idle loop keeps no spare pipe: they close once none was taken for `idleTrim`.
+    /// Spares kept while a long splice goes on close once none was taken for `idleTrim`.
     func testSparePipesCloseWhenIdle() throws {
         let p = try pair()
-        defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
+        let other = try pair(on: p.loop)
+        defer {
+            close(p.feed); close(p.drain); p.src.close(); p.dst.close()
+            close(other.feed); close(other.drain); other.src.close(); other.dst.close()
+        }
+        XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
         var moved = 0
         XCTAssertTrue(p.src.startSplice(to: p.dst, budget: 10) { moved += $0 })
         XCTAssertEqual(Self.writeSome(p.feed, [UInt8](repeating: 1, count: 10), from: 0), 10)
@@ -209,6 +224,7 @@ final class StreamSpliceTests: XCTestCase {
         }
         XCTAssertEqual(p.loop.pipes.spareCount, 0, "the spare pipe closed")
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.9, "not before a second passed")
+        XCTAssertEqual(p.loop.pipes.inUse, 1, "the other splice keeps its pipe")
     }
 
     func testBufferedInputOrTheSameStreamRefuseToSplice() throws {
