@@ -46,6 +46,15 @@ final class SpliceTests: XCTestCase {
                     return true
                 }
                 switch kind {
+                case "close":   // close-delimited: no length, the body ends with the connection
+                    guard send(Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8)) else { return }
+                    var at = 0
+                    while at < body.count {
+                        let end = min(at + 1 << 20, body.count)
+                        guard send(Array(body[at..<end])) else { return }
+                        at = end
+                    }
+                    return
                 case "chunked":
                     guard send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)) else { return }
                     let sizes = [1, 4093, 1 << 20, 300_001, 65536, 17, 2 << 20]
@@ -175,6 +184,29 @@ final class SpliceTests: XCTestCase {
         let records = accessRecords(a, count: 2)
         XCTAssertEqual(records.compactMap { $0["bytes_out"] as? Int }, [size, 1_000_003])
         XCTAssertGreaterThan(try spliced(admin), Double(size / 2), "the chunks' payloads were spliced")
+    }
+
+    /// HTTP/1.0 clients: a chunked body goes out close-delimited (payloads spliced, chunk lines
+    /// dropped), and a close-delimited one is spliced until the upstream's EOF.
+    func testBodiesForHTTP10ClientsAreSplicedWithoutFraming() throws {
+        let o = try origin()
+        let (a, admin) = try gateway(upstream: o.port)
+        var total = 0
+        for (kind, n) in [("chunked", 20_000_017), ("close", 20 << 20)] {
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            try c.send("GET /\(kind)/\(n) HTTP/1.0\r\nHost: x\r\n\r\n")
+            let r = try c.readResponse(timeout: 60)
+            XCTAssertEqual(r.status, 200, kind)
+            XCTAssertFalse(r.wasChunked, kind)
+            XCTAssertNil(r.header("Content-Length"), kind)
+            XCTAssertEqual(r.body.count, n, kind)
+            XCTAssertTrue(r.body == patternBytes(count: n, offset: 3), "\(kind): byte-exact")
+            total += n
+        }
+        let records = accessRecords(a, count: 2)
+        XCTAssertEqual(records.compactMap { $0["bytes_out"] as? Int }, [20_000_017, 20 << 20])
+        XCTAssertGreaterThan(try spliced(admin), Double(total / 2))
     }
 
     func testNothingIsSplicedWhenSpliceIsOff() throws {
