@@ -165,6 +165,38 @@ extension Stream {
     }
 }
 
+/// A stream's part in splicing, boxed (`Stream.splice`): its own splice as a source, and the
+/// pipe it writes as a destination.
+final class SpliceState {
+    var out: SpliceSource?
+    var inbound: SplicePipe?
+}
+
+extension Stream {
+    /// This stream's splice as a source (nil: its reads go to `input`).
+    var spliceOut: SpliceSource? {
+        get { splice?.out }
+        set { setSplice(out: newValue, inbound: splice?.inbound) }
+    }
+
+    /// The pipe this stream writes before its output (nil: none).
+    var spliceIn: SplicePipe? {
+        get { splice?.inbound }
+        set { setSplice(out: splice?.out, inbound: newValue) }
+    }
+
+    private func setSplice(out: SpliceSource?, inbound: SplicePipe?) {
+        if out == nil && inbound == nil {
+            splice = nil
+            return
+        }
+        let s = splice ?? SpliceState()
+        s.out = out
+        s.inbound = inbound
+        splice = s
+    }
+}
+
 /// A source's splice: its pipe, where the bytes go, and how many more it may move.
 final class SpliceSource {
     let pipe: SplicePipe

@@ -58,9 +58,9 @@ public final class Stream {
     /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
     var tlsSession: Unmanaged<TLSSession>?
     /// Splice mode (`Stream+Splice`): as a source, where its reads go; as a destination, the
-    /// pipe it writes before its output. Nil on streams that copy.
-    var spliceOut: SpliceSource?
-    var spliceIn: SplicePipe?
+    /// pipe it writes before its output. Nil on streams that copy (one reference, boxed: every
+    /// idle client connection holds a stream).
+    var splice: SpliceState?
     private var tlsSetupBox: TLSSetupBox?
     /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
     /// split between connect and TLS time in task metrics and the gateway's histograms.

@@ -1,4 +1,5 @@
 @testable import AirlockIO
+import CLibevent   // socket constants (SOCK_STREAM) come with its socket headers, as in StreamOutputBufferTests
 import Glibc
 import XCTest
 
