@@ -68,4 +68,24 @@ enum BodyPump {
             return !bounded || dst.outputLength < highWatermark
         }
     }
+
+    /// Starts splicing a payload section of `budget` bytes from `src` to `dst` (the caller asked
+    /// `SplicePolicy`); chunked output gets the section's size line first (the section is the
+    /// rest of one input chunk). `moved` hears of every byte that went. False: the streams could
+    /// not splice, and the body goes on the copying way.
+    static func splice(from src: Stream, to dst: Stream, budget: Int, out: OutFraming,
+                       moved: @escaping (Int) -> Void) -> Bool {
+        guard src.startSplice(to: dst, budget: budget, moved: moved) else { return false }
+        // Queued behind the pipe's earlier bytes, ahead of this section's: the source splices
+        // only once it has gone.
+        if out == .chunked { dst.write(ChunkedEncoder.chunkHeader(size: budget)) }
+        return true
+    }
+
+    /// A spliced payload section is over (its budget spent): `src` reads the ordinary way again
+    /// (the next chunk line), and a chunk written to `dst` is closed.
+    static func spliceSectionEnded(from src: Stream, to dst: Stream, out: OutFraming) {
+        src.stopSplice()
+        if out == .chunked { dst.write(ChunkedEncoder.chunkTrailer) }
+    }
 }

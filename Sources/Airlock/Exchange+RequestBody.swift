@@ -42,6 +42,37 @@ extension Exchange {
         } else if client.lifecycle.input == .halfClosed {
             // Everything the client sent before its close has been decoded: the body is cut off.
             run(machine.requestBodyCutOff())
+        } else if !clientStream.isSplicing {
+            spliceRequestBody(u)
+        }
+    }
+
+    /// A body relayed as it is (no multipart check, no pacing, not collected) goes socket to
+    /// socket for the rest of each payload section once the bytes read with the head went the
+    /// copying way (`SplicePolicy`; a chunk gets its size line first, its CRLF after).
+    private func spliceRequestBody(_ u: UpstreamConnection) {
+        let facts = SplicePolicy.Facts(enabled: worker.limits.splice,
+                                       plainBothSides: clientStream.isPlainTCP && u.stream.isPlainTCP,
+                                       inputBuffered: clientStream.inputLength,
+                                       inFraming: request.framing, out: requestOut)
+        guard case .splice(let budget) = SplicePolicy.decide(facts, decoder: requestDecoder) else { return }
+        _ = BodyPump.splice(from: clientStream, to: u.stream, budget: budget, out: requestOut,
+                            moved: { [weak self] n in self?.requestSpliced(n) })
+    }
+
+    /// `n` request body bytes left the client's socket for the upstream's: counted, and the
+    /// decoder moves past them; at a section's end the body completes or reads its next chunk line.
+    private func requestSpliced(_ n: Int) {
+        SplicePolicy.consumed(n, by: &requestDecoder)
+        bytesIn += UInt64(n)
+        worker.context.metrics.countSpliced(n)
+        guard clientStream.spliceBudget == 0, let u = upstream else { return }
+        BodyPump.spliceSectionEnded(from: clientStream, to: u.stream, out: requestOut)
+        if requestDecoder.isComplete {
+            metrics.requestSent = EventLoop.nowNanos()
+            run(machine.requestBodyComplete())
+        } else {
+            pumpRequestBody()
         }
     }
 

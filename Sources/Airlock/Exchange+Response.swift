@@ -130,6 +130,51 @@ extension Exchange {
             responseDelivered()
         } else if clientStream.outputLength >= ClientConnection.writeHighWatermark {
             run(machine.clientOutputFilled())
+        } else if !u.stream.isSplicing {
+            spliceResponseBody(u)
+        }
+    }
+
+    /// Before the response: whether its body will likely be spliced (nothing on the route needs
+    /// the bytes, both sides plain), so the upstream reads once per event and little of the body
+    /// is copied before the splice starts (`Stream.spliceExpected`).
+    func expectSplice(_ u: UpstreamConnection) {
+        u.stream.spliceExpected = worker.limits.splice && route.validator == nil && cache == nil
+            && u.stream.isPlainTCP && clientStream.isPlainTCP
+    }
+
+    /// What splicing the response body depends on: whether anything needs its bytes.
+    var responseSpliceFacts: SplicePolicy.Facts {
+        SplicePolicy.Facts(enabled: worker.limits.splice,
+                           plainBothSides: upstream?.stream.isPlainTCP == true && clientStream.isPlainTCP,
+                           inputBuffered: upstream?.stream.inputLength ?? 0,
+                           validating: machine.response == .validating,
+                           sampling: (validation?.sampleRoom ?? 0) > 0, teeing: cache?.teeing == true,
+                           inFraming: responseFraming, out: responseOut)
+    }
+
+    /// The rest of the payload section the decoder is in goes socket to socket when nothing
+    /// needs its bytes (`SplicePolicy`): a chunk gets its size line first, its CRLF after.
+    private func spliceResponseBody(_ u: UpstreamConnection) {
+        guard case .splice(let budget) = SplicePolicy.decide(responseSpliceFacts, decoder: responseDecoder) else { return }
+        guard BodyPump.splice(from: u.stream, to: clientStream, budget: budget, out: responseOut,
+                              moved: { [weak self] n in self?.responseSpliced(n) }) else { return }
+    }
+
+    /// `n` payload bytes left the upstream socket for the client's (through the pipe): counted
+    /// as relayed, and the decoder moves past them.
+    private func responseSpliced(_ n: Int) {
+        SplicePolicy.consumed(n, by: &responseDecoder)
+        bytesOut += UInt64(n)
+        worker.context.metrics.countSpliced(n)
+        run(machine.upstreamBytesArrived())
+        if metrics.firstResponseByte == 0 { metrics.firstResponseByte = EventLoop.nowNanos() }
+        guard let u = upstream, u.stream.spliceBudget == 0 else { return }
+        BodyPump.spliceSectionEnded(from: u.stream, to: clientStream, out: responseOut)
+        if responseDecoder.isComplete {
+            responseDelivered()
+        } else {
+            pumpResponseBody()   // the next chunk line, read the ordinary way
         }
     }
 
@@ -190,6 +235,7 @@ extension Exchange {
                                                 buffersEmpty: u.buffersEmpty)
         switch decision {
         case .park:
+            u.stream.stopSplice()   // spent already: a pooled connection reads the ordinary way
             worker.park(u)
             client.lastUpstream = u
         case .close:

@@ -121,6 +121,7 @@ extension Exchange {
         upstream = u
         lastUpstreamAddress = u.address
         u.activate(owner: client, timeouts: worker.upstreamActiveTimeouts, writeLowWatermark: ClientConnection.writeHighWatermark / 2)
+        expectSplice(u)
         metrics.reused = u.isReused
         run(machine.upstreamReady(reused: u.isReused))   // .sendRequestHead
     }

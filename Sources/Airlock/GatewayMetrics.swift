@@ -31,6 +31,8 @@ final class GatewayMetrics: Sendable {
     /// Client connections closed at accept (`airlock_connections_refused_total{reason}`), one
     /// counter per reason.
     private let refusedMaxConnections = Atomic<UInt64>(0)
+    /// Body and tunnel bytes moved with `splice(2)` (`airlock_spliced_bytes_total`).
+    private let splicedBytes = Atomic<UInt64>(0)
 
     /// Why a client connection was closed at accept (a bounded label).
     enum ConnectionRefusal: String, CaseIterable, Sendable {
@@ -90,6 +92,9 @@ final class GatewayMetrics: Sendable {
         for reason in ConnectionRefusal.allCases {
             text += "airlock_connections_refused_total{reason=\"\(reason.rawValue)\"} \(connectionsRefused(reason))\n"
         }
+        text += "# HELP airlock_spliced_bytes_total Body and tunnel bytes moved socket to socket with splice(2), not copied (limits.splice).\n"
+        text += "# TYPE airlock_spliced_bytes_total counter\n"
+        text += "airlock_spliced_bytes_total \(spliced)\n"
         return Self.withHelp(registry.emitToBuffer() + Array(text.utf8))
     }
 
@@ -130,6 +135,11 @@ final class GatewayMetrics: Sendable {
         }
         return Array(out.joined(separator: "\n").utf8)
     }
+
+    /// Bytes a body or tunnel moved with `splice(2)`.
+    func countSpliced(_ n: Int) { splicedBytes.add(UInt64(n), ordering: .relaxed) }
+
+    var spliced: UInt64 { splicedBytes.load(ordering: .relaxed) }
 
     /// A client connection closed at accept.
     func connectionRefused(_ reason: ConnectionRefusal) {

@@ -32,6 +32,8 @@ extension Tunnel {
         relay(from: .client)
         if !machine.isPaused(.client) { clientStream.setReading(true) }
         u.setReading(true)
+        spliceIfPossible(from: .client)
+        spliceIfPossible(from: .upstream)
         let timer = Timer(loop: worker.loop) { [unowned self] in self.idleTimerFired() }
         idleTimer = timer
         timer.schedule(after: worker.limits.tunnelIdleTimeout)
@@ -45,12 +47,39 @@ extension Tunnel {
         let src = side == .client ? clientStream : u
         let dst = side == .client ? u : clientStream
         guard src.inputLength > 0 else { return }
+        defer { spliceIfPossible(from: side) }
         var moved = 0
         // A close-delimited body never fails to decode.
         try? BodyPump.relay(from: src, to: dst, decoder: &raw, out: .close, bounded: false,
                             highWatermark: ClientConnection.writeHighWatermark) { moved += $0 }
         if side == .client { bytesUp &+= UInt64(moved) } else { bytesDown &+= UInt64(moved) }
         lastActivity = EventLoop.nowNanos()
+        if dst.outputLength >= ClientConnection.writeHighWatermark {
+            perform(machine.outputFilled(toward: side.partner))
+        }
+    }
+
+    /// Once what `side` had buffered went the copying way, its bytes move socket to socket
+    /// (`limits.splice`; `SplicePolicy` with the tunnel's close-delimited framing): backpressure
+    /// is the pipe's (the side reads only while its pipe is empty) and the machine's, EOF comes
+    /// as from a read, and the counts and idle timer move with every splice.
+    func spliceIfPossible(from side: TunnelMachine.Side) {
+        guard let u = upstream, !machine.isClosed else { return }
+        let src = side == .client ? clientStream : u
+        let dst = side == .client ? u : clientStream
+        guard !src.isSplicing else { return }
+        let facts = SplicePolicy.Facts(enabled: worker.limits.splice, plainBothSides: src.isPlainTCP && dst.isPlainTCP,
+                                       inputBuffered: src.inputLength, inFraming: .closeDelimited, out: .close)
+        guard case .splice(let budget) = SplicePolicy.decide(facts, decoder: raw) else { return }
+        _ = src.startSplice(to: dst, budget: budget) { [weak self] n in self?.spliced(n, from: side) }
+    }
+
+    private func spliced(_ n: Int, from side: TunnelMachine.Side) {
+        guard let u = upstream else { return }
+        if side == .client { bytesUp &+= UInt64(n) } else { bytesDown &+= UInt64(n) }
+        lastActivity = EventLoop.nowNanos()
+        worker.context.metrics.countSpliced(n)
+        let dst = side == .client ? u : clientStream
         if dst.outputLength >= ClientConnection.writeHighWatermark {
             perform(machine.outputFilled(toward: side.partner))
         }

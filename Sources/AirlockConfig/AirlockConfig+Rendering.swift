@@ -24,6 +24,7 @@ extension AirlockConfig {
             "  upstream_queue: \(limits.upstreamQueue)",
             "  upstream_queue_timeout: \(ConfigSyntax.formatDuration(limits.upstreamQueueTimeout))",
             "  tunnel_idle_timeout: \(ConfigSyntax.formatDuration(limits.tunnelIdleTimeout))",
+            "  splice: \(limits.splice)",
         ] + renderAdminYAML() + renderReachabilityYAML() + renderCAYAML() + [
             "routes:",
         ]

@@ -22,6 +22,7 @@ struct ConfigReader {
         "header_timeout", "idle_timeout", "connect_timeout", "upstream_timeout", "drain_timeout",
         "max_idle_per_upstream", "max_connections",
         "max_connections_per_upstream", "upstream_queue", "upstream_queue_timeout", "tunnel_idle_timeout",
+        "splice",
     ]
     static let routeKeys = [
         "name", "match", "upstream", "connect", "connect_ports", "egress", "security", "request", "response",
@@ -104,6 +105,7 @@ struct ConfigReader {
         readCount(fields, "upstream_queue") { limits.upstreamQueue = $0 }
         readDuration(fields, "upstream_queue_timeout") { limits.upstreamQueueTimeout = $0 }
         readDuration(fields, "tunnel_idle_timeout") { limits.tunnelIdleTimeout = $0 }
+        if let node = fields["splice"], let flag = readBool(node, at: "limits.splice") { limits.splice = flag }
         readCount(fields, "max_connections") {
             limits.maxConnections = $0
             limits.maxConnectionsSetExplicitly = true

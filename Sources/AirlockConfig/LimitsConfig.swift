@@ -33,6 +33,9 @@ public struct LimitsConfig: Sendable, Equatable {
     public static let maxUpstreamQueue = 100_000
     /// A CONNECT tunnel with no byte read from either side for this long is closed.
     public var tunnelIdleTimeout: Duration = .seconds(300)
+    /// Bodies nothing needs to read (and CONNECT tunnels) move socket to socket with
+    /// `splice(2)` between plain TCP connections, instead of through memory.
+    public var splice: Bool = true
     /// Whether the config named `max_connections` (a default that does not fit the
     /// descriptor limit adapts quietly; a value the user chose and that cannot be met warns).
     public var maxConnectionsSetExplicitly: Bool {

@@ -46,6 +46,8 @@ public final class EventLoop: @unchecked Sendable {
     /// does not cost an allocation for one. At most `spareOutputsMax`.
     private var spareOutputs: [OpaquePointer] = []
     static let spareOutputsMax = 64
+    /// The pipes this loop's streams splice through (`Stream+Splice`), and what they moved.
+    public let pipes = PipePool()
 
     /// libevent's "common timeout" for `d`: events that share a duration sit in one
     /// queue with O(1) re-arming, instead of the min-heap (every read re-arms a stream's

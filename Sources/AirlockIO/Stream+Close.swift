@@ -15,6 +15,7 @@ extension Stream {
         writeArmed = false
         if let e = readEvent { event_del(e) }
         if let e = writeEvent { event_del(e) }
+        if spliceOut != nil || spliceIn != nil { endSplicing() }
         // close_notify into the session's wire: one try to send it.
         if let tls, tls.shutdown(), fd >= 0 { _ = plainWrite() }
         if fd >= 0 {
@@ -37,6 +38,7 @@ extension Stream {
             close()
             return
         }
+        stopSplice()   // reads from here on are discarded; the inbound pipe still goes out
         let closing = Closing(onFlushed: onFlushed)
         self.closing = closing
         // After a failed TLS handshake the state is .eof, but the peer may well still be

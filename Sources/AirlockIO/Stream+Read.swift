@@ -59,7 +59,8 @@ extension Stream {
     /// the bytes, or the EOF): for an owner that must not decide a connection is idle while
     /// a request sits in the kernel's buffer. Does nothing while reading is paused.
     public func readNow() {
-        guard state == .open, fd >= 0, wantRead, evbuffer_get_length(input) < readHighWatermark else { return }
+        guard state == .open, fd >= 0, wantRead, evbuffer_get_length(input) < readHighWatermark,
+              spliceOut == nil || spliceReady else { return }
         onReadable(Int16(airlock_ev_read()))
     }
 
@@ -72,6 +73,10 @@ extension Stream {
             if state == .lingering { close() } else { delegate?.stream(self, event: .readTimeout) }
             return
         }
+        if spliceOut != nil && state == .open {
+            spliceReadable()
+            return
+        }
         // Bulk transfers: keep reading while reads come back full, up to the high watermark.
         var n = 0
         var total = 0
@@ -80,7 +85,7 @@ extension Stream {
             n = readOnce()
             if n > 0 { total += n }
             reads += 1
-        } while moreToRead(n) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
+        } while !spliceExpected && moreToRead(n) && reads < 8 && evbuffer_get_length(input) < readHighWatermark
         let readErrno = errno
         if state == .lingering {
             evbuffer_drain(input, evbuffer_get_length(input))

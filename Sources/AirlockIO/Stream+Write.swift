@@ -8,8 +8,11 @@ import Glibc
 /// A TLS stream's output is encrypted into its session's `wire` first, then written the same way.
 extension Stream {
     /// Bytes queued and not yet taken by the kernel (for TLS: plaintext plus ciphertext).
+    /// With a splice under way, the bytes in the inbound pipe count too.
     public var outputLength: Int {
-        wire == output ? evbuffer_get_length(output) : evbuffer_get_length(output) + evbuffer_get_length(wire)
+        let queued = wire == output ? evbuffer_get_length(output) : evbuffer_get_length(output) + evbuffer_get_length(wire)
+        guard let p = spliceIn else { return queued }
+        return queued + p.pending
     }
 
     public func write(_ bytes: [UInt8]) {
@@ -58,6 +61,7 @@ extension Stream {
     func queueFlush(on ring: SendRing) -> Bool {
         isDirty = false
         guard !writeArmed, outputMayGo else { return true }
+        if spliceIn != nil { return false }   // the pipe goes first, in `flush`
         // TLS: encrypt first (into `wire`; OpenSSL calls nothing of ours but WireBIO).
         // A failure is kept for `flush`, which reports it.
         if let t = tlsSession, !t._withUnsafeGuaranteedRef({ encryptQueued($0) }) {
@@ -90,6 +94,13 @@ extension Stream {
 
     /// One write attempt; arms or disarms the write event and reports progress.
     func writeOut() {
+        if let p = spliceIn, p.pending > 0 {
+            guard writePipe(p) else { return }
+            if p.pending > 0 {   // the pipe goes first: output queued after it waits
+                afterWrite()
+                return
+            }
+        }
         if let t = tlsSession, !t._withUnsafeGuaranteedRef({ encrypt($0) }) { return }
         let n = plainWrite()
         afterPlainWrite(n, error: n < 0 ? errno : 0)
@@ -105,6 +116,7 @@ extension Stream {
     }
 
     private func afterWrite() {
+        if spliceIn != nil { inboundPipeWritten() }
         releaseOutputIfEmpty()
         let left = outputLength
         armWrite(left > 0)

@@ -57,6 +57,10 @@ public final class Stream {
     /// unmanaged, so the read and write paths use the session without a retain/release pair
     /// each time (`withUnsafeGuaranteedRef`), as cheaply as the bare `SSL*` they used before.
     var tlsSession: Unmanaged<TLSSession>?
+    /// Splice mode (`Stream+Splice`): as a source, where its reads go; as a destination, the
+    /// pipe it writes before its output. Nil on streams that copy (one reference, boxed: every
+    /// idle client connection holds a stream).
+    var splice: SpliceState?
     private var tlsSetupBox: TLSSetupBox?
     /// When the TCP connection came up and the TLS handshake began (0 on plain streams): the
     /// split between connect and TLS time in task metrics and the gateway's histograms.
@@ -73,6 +77,9 @@ public final class Stream {
     let flushesFirst: Bool
     /// Reads go straight into reserved input space (a bulk transfer is under way).
     var bulkReads = false
+    /// The owner will likely splice what follows the next head (`Stream+Splice`): one read per
+    /// readable event, so that little is copied before the owner can start splicing.
+    public var spliceExpected = false
 
     /// For a TLS upstream: how to start TLS, until the handshake starts.
     var tlsSetup: TLSSetup? {
@@ -150,6 +157,7 @@ public final class Stream {
 
     deinit {
         tlsSession?.release()   // SSL_free before the socket closes
+        if let p = spliceIn { loop.pipes.dropped(p) }
         if let e = readEvent { event_free(e) }
         if let e = writeEvent { event_free(e) }
         if fd >= 0 { Glibc.close(fd) }
@@ -254,7 +262,7 @@ public final class Stream {
     func updateReadEvent() {
         let should: Bool
         switch state {
-        case .open: should = wantRead && evbuffer_get_length(input) < readHighWatermark
+        case .open: should = wantRead && (spliceOut == nil ? evbuffer_get_length(input) < readHighWatermark : spliceReady)
         case .lingering: should = true
         case .handshaking: return   // the handshake arms its own events (Stream+TLS)
         case .connecting, .eof, .flushing, .closed: should = false

@@ -22,6 +22,19 @@ static inline int airlock_tune_malloc(int trim_threshold, int mmap_threshold) {
     return mallopt(M_TRIM_THRESHOLD, trim_threshold) && mallopt(M_MMAP_THRESHOLD, mmap_threshold);
 }
 
+/* splice(2) for the zero-copy relay (AirlockIO's Stream+Splice, PipePool): glibc declares splice,
+ * pipe2 and F_SETPIPE_SZ only under _GNU_SOURCE, which this module does not define; the system
+ * calls are made directly. -1 with errno set on failure. */
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+static inline long airlock_splice(int fd_in, int fd_out, size_t len, unsigned int flags) {
+    return syscall(SYS_splice, fd_in, (void *)0, fd_out, (void *)0, len, flags);
+}
+static inline int airlock_pipe(int fds[2]) { return (int)syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC); }
+static inline int airlock_set_pipe_size(int fd, int size) { return fcntl(fd, 1031 /* F_SETPIPE_SZ */, size); }
+static inline unsigned int airlock_splice_flags(void) { return 1 | 2; /* SPLICE_F_MOVE | SPLICE_F_NONBLOCK */ }
+
 static inline short airlock_ev_read(void) { return EV_READ; }
 static inline int airlock_EVENT_BASE_FLAG_NOLOCK(void) { return EVENT_BASE_FLAG_NOLOCK; }
 static inline int airlock_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
