@@ -196,10 +196,17 @@ harness() {  # harness NAME NTARGETS [ENV=VAL...] -- TARGET...: one harness run 
 }
 
 split_harness() {  # split_harness NAME NTARGETS STD_PATHS [ENV=VAL...] -- TARGET...
-  # STD_PATHS with the harness's connections into NAME, then BULK_PATHS with BIG_CONNS into NAME-bulk.
+  # STD_PATHS with the harness's connections into NAME, then BULK_PATHS with BIG_CONNS into
+  # NAME-bulk; for `ours` (Airlock) each step keeps its log (the next `ours` start clears it).
   local name=$1 ntargets=$2 std=$3; shift 3
-  [ -z "$std" ] || harness "$name" "$ntargets" PATHS="$std" "$@"
-  [ -z "$BULK_PATHS" ] || harness "$name-bulk" "$ntargets" PATHS="$BULK_PATHS" CONNS="$BIG_CONNS" "$@"
+  if [ -n "$std" ]; then
+    harness "$name" "$ntargets" PATHS="$std" "$@"
+    [ "${*: -1}" != ours ] || keep_log "$name"
+  fi
+  if [ -n "$BULK_PATHS" ]; then
+    harness "$name-bulk" "$ntargets" PATHS="$BULK_PATHS" CONNS="$BIG_CONNS" "$@"
+    [ "${*: -1}" != ours ] || keep_log "$name-bulk"
+  fi
 }
 
 airlock_cmd() {  # airlock_cmd CONFIG -> a shell command line (OURS_CMD)
@@ -209,7 +216,7 @@ airlock_cmd() {  # airlock_cmd CONFIG -> a shell command line (OURS_CMD)
 
 keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harness's dir
   local src="${TMP_PREFIX}-ours/stdout.log"
-  [ -f "$src" ] || return 0
+  [ -f "$src" ] && [ -d "$RESULTS_DIR/$1" ] || return 0
   { echo "# last 200 of $(wc -l <"$src") lines of $src"; tail -n 200 "$src"; } > "$RESULTS_DIR/$1/airlock-stdout-tail.log"
 }
 
@@ -269,7 +276,6 @@ measure_tls() {  # measure_tls STEP CONFIG PATH... (STEP: the results directory'
 [ -z "$PEERS" ] || split_harness peers "$(wc -w <<<"$PEERS")" "$STD_PATHS" -- $PEERS
 if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
   split_harness airlock-gw 1 "$GW_PATHS" PORT=$GW_PORT MODE=reverse OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
-  keep_log airlock-gw
   if [ "$SKIP_LOG" != 1 ]; then
     # Access records on (the default level), stdout to the harness's file; right after
     # airlock-gw so that the two rows' minutes are close.
@@ -304,7 +310,6 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
   fi
   if [ "$ONLY_JSON" != 1 ]; then
     split_harness airlock-fwd 1 "$STD_PATHS" PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
-    keep_log airlock-fwd
   fi
   if [ "$SKIP_TLS" != 1 ] && [ "$ONLY_JSON" != 1 ]; then
     # TLS origination to the upstream's https port, verified against the harness's CA
