@@ -65,13 +65,13 @@ extension TLSClientContext {
     /// bundle (OpenSSL then loads nothing from it either).
     static func bundle(_ path: String, isCoveredBy directories: [String]) -> Bool {
         if access(path, F_OK) != 0 { return true }
-        guard !directories.isEmpty, let bundle = certificates(inPEMFile: path) else { return false }
+        guard !directories.isEmpty, let bundle = certificates(inPEMFile: path, subjectHashes: true) else { return false }
         var unseen = Set(bundle.keys)
         for hash in Set(bundle.values) {
             for directory in directories {
                 var n = 0
                 while access("\(directory)/\(hash).\(n)", F_OK) == 0 {
-                    guard let held = certificates(inPEMFile: "\(directory)/\(hash).\(n)") else { return false }
+                    guard let held = certificates(inPEMFile: "\(directory)/\(hash).\(n)", subjectHashes: false) else { return false }
                     for digest in held.keys {
                         guard bundle[digest] != nil else { return false }
                         unseen.remove(digest)
@@ -83,10 +83,10 @@ extension TLSClientContext {
         return unseen.isEmpty
     }
 
-    /// The SHA-256 of each certificate in a PEM file, with its subject hash as a hashed
-    /// directory names it (8 lowercase hex digits); nil when a block is not a plain
-    /// `CERTIFICATE` or the file cannot be read to its end.
-    static func certificates(inPEMFile path: String) -> [[UInt8]: String]? {
+    /// The SHA-256 of each certificate's DER in a PEM file, with its subject hash as a hashed
+    /// directory names it (8 lowercase hex digits; parsed only when `subjectHashes`, else "");
+    /// nil when a block is not a plain `CERTIFICATE` or the file cannot be read to its end.
+    static func certificates(inPEMFile path: String, subjectHashes: Bool) -> [[UInt8]: String]? {
         guard let bio = BIO_new_file(path, "r") else { ERR_clear_error(); return nil }
         defer { BIO_free(bio) }
         ERR_clear_error()
@@ -99,13 +99,14 @@ extension TLSClientContext {
             guard PEM_read_bio(bio, &name, &header, &data, &length) == 1 else { break }
             defer { airlock_OPENSSL_free(name); airlock_OPENSSL_free(header); airlock_OPENSSL_free(data) }
             guard let name, String(cString: name) == "CERTIFICATE", let data else { return nil }
-            var cursor: UnsafePointer<UInt8>? = UnsafePointer(data)
-            guard let cert = d2i_X509(nil, &cursor, length) else { ERR_clear_error(); return nil }
-            defer { X509_free(cert) }
             var digest = [UInt8](repeating: 0, count: 32)
             var size: UInt32 = 0
-            guard X509_digest(cert, EVP_sha256(), &digest, &size) == 1, size == 32 else { ERR_clear_error(); return nil }
+            guard EVP_Digest(data, length, &digest, &size, EVP_sha256(), nil) == 1, size == 32 else { ERR_clear_error(); return nil }
+            guard subjectHashes else { out[digest] = ""; continue }
+            var cursor: UnsafePointer<UInt8>? = UnsafePointer(data)
+            guard let cert = d2i_X509(nil, &cursor, length) else { ERR_clear_error(); return nil }
             let hash = String(X509_subject_name_hash(cert), radix: 16)
+            X509_free(cert)
             out[digest] = String(repeating: "0", count: max(0, 8 - hash.count)) + hash
         }
         // The loop ends at the end of the file (no further BEGIN line) or at a block it cannot
