@@ -2,6 +2,7 @@
 #   make run     ARGS='--config x.yaml'   release build, then `airlock run ARGS`
 #   make dist                             the release binary stripped, as the container image has it: .build/dist/airlock
 #   make footprint                        binary size, startup time and RSS (at start, idle clients) beside nginx (root)
+#   make footprint-order                  rewrite bench/footprint.order (the functions linked first) from a callgrind run (root)
 #   make test                             swift build + swift test (serial); under CI=true (or CONTEXT_CHECK=1) the container build-context check too
 #   make bench   [DURATION=.. REPS=.. PATHS=..] [CACHE=1]   loopback benchmark vs nginx/haproxy (CACHE=1: + bench/cache.sh)
 #   make fuzz    [FUZZ_SECONDS=60]        libFuzzer over AirlockWire + AirlockSerialization, each target in turn (not in `make test`)
@@ -33,10 +34,26 @@ DIST_BIN    := .build/dist/airlock
 # The Swift runtime linked into the binary, as docker/Dockerfile builds it (no Foundation, no ICU:
 # FoundationEssentials only): RSS at start 16.9 MiB instead of 27.7 (bench/README.md, "Footprint").
 # The release binary keeps its symbols (bench/instructions.sh profiles it); `make dist` strips.
-RELEASE_FLAGS := -c release --product airlock --static-swift-stdlib
+# --no-export-dynamic undoes the -export-dynamic of the toolchain's static-stdlib-args.lnk: the
+# executable's ~6,300 public Swift symbols leave .dynsym (and stop being --gc-sections roots), so
+# the loader no longer reads 440 KiB of .dynsym/.dynstr/.gnu.hash at start (RSS at start -1.1 MiB).
+# Nothing looks them up: no dlsym of our own symbols. Linked by the toolchain's lld with
+# bench/footprint.order (`make footprint-order` rewrites it): the ~2,600 functions that start the
+# gateway and serve requests first in .text, so the 64 KiB windows the kernel maps per code fault
+# hold them and little else (RSS at start -2.1 MiB). bench/README.md, "Footprint".
+# libstdc++ is linked statically too (the static Swift runtime is C++): STATIC_CXX_DIR holds a
+# linker script named libstdc++.so that INPUTs the compiler's libstdc++.a, searched before the
+# compiler's own directory, so the toolchain's `-lstdc++` takes the archive: ~80 KiB of it is
+# linked, and the loader no longer maps and relocates libstdc++.so.6 (RSS at start -1.0 MiB).
+ORDER_FILE  := $(CURDIR)/bench/footprint.order
+STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdc++
+SWIFT_CLANG ?= $(dir $(realpath $(shell command -v $(SWIFT) 2>/dev/null)))clang
+RELEASE_FLAGS := -c release --product airlock --static-swift-stdlib -Xlinker --no-export-dynamic \
+	-Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(ORDER_FILE) -Xlinker --no-warn-symbol-ordering \
+	-Xswiftc -Xclang-linker -Xswiftc -L$(STATIC_CXX_DIR)
 DEBUG_BIN   := .build/debug/airlock
 
-.PHONY: help setup test-setup test-venv check-swift build release dist footprint run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
+.PHONY: help setup test-setup test-venv check-swift build release dist footprint footprint-order run test check-build-context container-check fuzz bench bench-setup check-config require-file clean
 
 help:
 	@echo "make setup                      install missing apt packages: $(APT_PKGS)"
@@ -44,6 +61,7 @@ help:
 	@echo "make build | release            swift build (debug) | swift build $(RELEASE_FLAGS)"
 	@echo "make dist                       the release binary stripped (as in the container image): $(DIST_BIN)"
 	@echo "make footprint                  size, startup time, RSS at start and with idle clients, beside nginx (root)"
+	@echo "make footprint-order            rewrite bench/footprint.order (functions linked first in .text) from callgrind (root)"
 	@echo "make run [ARGS='--config F']    release build, then $(RELEASE_BIN) run ARGS"
 	@echo "make test                       swift build, swift test (serial); under CI=true also check-build-context"
 	@echo "make check-build-context        build docker/Dockerfile's build stage from what its dockerignore admits"
@@ -113,16 +131,37 @@ test-venv:
 build: check-swift
 	$(SWIFT) build
 
-release: check-swift
+release: check-swift $(STATIC_CXX_DIR)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS)
+
+$(STATIC_CXX_DIR)/libstdc++.so:
+	a=$$($(SWIFT_CLANG) -print-file-name=libstdc++.a); \
+	  [ -f "$$a" ] || { echo "error: libstdc++.a not found ($(SWIFT_CLANG) -print-file-name: $$a); install libstdc++-12-dev" >&2; exit 1; }; \
+	  mkdir -p $(@D); echo "INPUT($$(realpath "$$a"))" > $@
 
 # Symbols stripped (`install -s`, binutils' strip), as docker/Dockerfile installs it; --gc-sections
 # is already SwiftPM's default for release links.
 dist: release
 	install -D -s -m 0755 $(RELEASE_BIN) $(DIST_BIN)
+	@# What RELEASE_FLAGS promise, checked: SwiftPM drops some flags silently (`-Xswiftc -L` never
+	@# reaches the link), and each lost one costs ~1 MiB at start (bench/README.md, "Footprint").
+	@readelf -p .comment $(RELEASE_BIN) | grep 'Linker: LLD' >/dev/null || { echo "error: $(RELEASE_BIN) was not linked by lld" >&2; exit 1; }
+	@first=$$(awk '!/^#/ { print; exit }' $(ORDER_FILE)); \
+	  [ "$$(nm -n $(RELEASE_BIN) | awk '$$2 ~ /^[tT]$$/ && !f { print $$3; f = 1 }')" = "$$first" ] || \
+	  { echo "error: $(RELEASE_BIN): .text does not start with $$first, the first function of $(ORDER_FILE)" >&2; exit 1; }
+	@! readelf -d $(DIST_BIN) | grep 'NEEDED.*libstdc++' >/dev/null || { echo "error: $(DIST_BIN) needs libstdc++.so: libstdc++ was not linked statically" >&2; exit 1; }
+	@[ "$$(nm -D --defined-only $(DIST_BIN) | wc -l)" = 0 ] || { echo "error: $(DIST_BIN) exports symbols (--no-export-dynamic lost)" >&2; exit 1; }
 
 footprint: bench-setup dist
 	SHARED="$(SHARED)" bash bench/footprint.sh $(abspath $(DIST_BIN))
+
+# Rewrites bench/footprint.order from a callgrind run of the release binary (root; valgrind),
+# then relinks with it.
+# SwiftPM does not know the order file as an input of the link: the binary is removed so it relinks.
+footprint-order: bench-setup release
+	SHARED="$(SHARED)" bash bench/footprint.order.sh $(abspath $(RELEASE_BIN))
+	rm -f $(RELEASE_BIN)
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 run: setup release
 	$(RELEASE_BIN) run $(ARGS)

@@ -11,6 +11,12 @@ Starts COMMAND (a proxy that listens on 127.0.0.1:--port) once per measurement, 
             file-backed (code and data of the binary and its shared libraries)
   idle N    bench/idle-rss.py with --clients N against --port, VmRSS summed over the tree
 
+Each start is cold for COMMAND's own executable: its page cache is written back and dropped
+first (fsync, posix_fadvise DONTNEED; shared libraries other processes map stay cached), so
+the binary is read the way a fresh container or host reads it. How the file was last written
+(cp, install -s, the linker) otherwise moves its file-backed RSS by up to 0.5 MiB: the page
+cache's folios differ, and the kernel maps code faults in 64 KiB windows of it. --warm skips this.
+
 Everything is bounded: each start by --start-timeout, each idle run by idle-rss.py's
 --timeout, each stop by SIGTERM then SIGKILL after 15 s. Prints human-readable lines on
 stderr and one key=value line on stdout:
@@ -21,6 +27,7 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import signal
 import socket
 import statistics
@@ -79,10 +86,23 @@ def accepts(port):
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start(cmd, port, timeout, log_path=None):
-    """Starts cmd (its output appended to log_path); returns (Popen, seconds until the port accepted)."""
+def drop_page_cache(path):
+    """Writes back and drops path's cached pages (those no process maps)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def start(cmd, port, timeout, log_path=None, cold=True):
+    """Starts cmd (its output appended to log_path; cold: its executable's page cache dropped
+    first); returns (Popen, seconds until the port accepted)."""
     if accepts(port):
         raise RuntimeError(f"port {port} is already in use")
+    if cold:
+        drop_page_cache(os.path.realpath(shutil.which(cmd[0]) or cmd[0]))
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -125,6 +145,7 @@ def main():
     ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--start-timeout", type=float, default=15.0)
     ap.add_argument("--log", help="append the command's output to this file")
+    ap.add_argument("--warm", action="store_true", help="keep the executable's page cache between starts")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -142,7 +163,7 @@ def main():
 
     startups, at_start = [], []
     for _ in range(max(1, args.starts)):
-        proc, took = start(cmd, args.port, args.start_timeout, args.log)
+        proc, took = start(cmd, args.port, args.start_timeout, args.log, cold=not args.warm)
         try:
             startups.append(took)
             time.sleep(args.settle)
@@ -158,7 +179,7 @@ def main():
               f"anon_mib={mib(anon):.1f}", f"file_mib={mib(file_backed):.1f}"]
     ok = True
     for n in [int(c) for c in args.clients.split(",") if c.strip() and int(c) > 0]:
-        proc, _ = start(cmd, args.port, args.start_timeout, args.log)
+        proc, _ = start(cmd, args.port, args.start_timeout, args.log, cold=not args.warm)
         try:
             time.sleep(args.settle)
             pids = tree(proc.pid)

@@ -2,6 +2,7 @@
 # The process's footprint beside nginx's: binary size, startup time, RSS at start, RSS with
 # 1,000 and 10,000 idle keep-alive clients (bench/footprint.py; bench/README.md "Footprint").
 #   bench/footprint.sh [AIRLOCK_BINARY ...]     (as root: nginx's worker runs as nobody)
+# Every start is cold for the executable (bench/footprint.py drops its page cache first).
 # Knobs: CLIENTS (default "1000,10000"), STARTS (5, startup-time median), NGINX=0 (skip nginx),
 # SHARED (default ../shared: the peers' harness, whose upstream and nginx configs are rendered
 # here on ports of their own, 28080/28101/28501, under $FP_DIR, so a `make bench` running at

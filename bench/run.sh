@@ -24,7 +24,9 @@
 #
 # Env: SHARED (default ../shared)  AIRLOCK_BIN (default .build/release/airlock)
 #      DURATION REPS PATHS WARMUP THREADS CONNS PIN WORKERS ...: passed to the harness
-#      (its defaults: DURATION=10 REPS=2 PATHS="/small /1m.bin"); WORKERS also sets
+#      (ours: DURATION=10 REPS=2 PATHS="/small /1m.bin /16m.bin"; /16m.bin, 16 MiB of random
+#      bytes, is written here into the upstream's document root, beside the harness's own
+#      documents, before the first step); WORKERS also sets
 #      Airlock's --workers (default 1, like nginx worker_processes / haproxy nbthread).
 #      AIRLOCK_ARGS (default "--log-level warning": no per-request access records, as the
 #      peers run with access_log off; AIRLOCK_ARGS= measures with access logging on)
@@ -46,6 +48,12 @@
 #      SCRAPE_METRICS=1: one more row, airlock-gw-scrape: airlock-gw again (admin listener on
 #      127.0.0.1:$SCRAPE_ADMIN_PORT, default 18511) with GET /metrics curled once a second for
 #      the whole run, as a Prometheus server would; the scrape count goes to its scrapes.txt
+#      BIG_PATHS="/16m.bin" BIG_CONNS=8: the paths of PATHS (and PATHS_TLS) that are in BIG_PATHS
+#      are measured in steps of their own (peers-bulk, airlock-gw-bulk, airlock-fwd-bulk,
+#      airlock-tls-bulk) with wrk -c$BIG_CONNS, every target alike: 64 connections each moving
+#      16 MiB take longer than wrk's fixed 2 s timeout even straight to the upstream (55 req/s
+#      with 7 timeouts there, 30-35 through nginx and HAProxy), so they would count timeouts,
+#      not throughput. 8 x 16 MiB in flight is as many bytes as 64 x 2 MiB.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,7 +73,7 @@ read -ra airlock_args <<<"$AIRLOCK_ARGS"
 PEERS=${PEERS:-"direct nginx haproxy haproxy-tls"}
 SKIP_AIRLOCK=${SKIP_AIRLOCK:-0}
 IDLE_CLIENTS=${IDLE_CLIENTS:-1000}
-export PATHS=${PATHS:-"/small /1m.bin"}
+export PATHS=${PATHS:-"/small /1m.bin /16m.bin"}
 export WORKERS=${WORKERS:-1}
 GW_CONFIG=$REPO/bench/gateway.yaml;  GW_PORT=18501    # must match `listen` in the yaml
 FWD_CONFIG=$REPO/bench/forward.yaml; FWD_PORT=18502
@@ -90,9 +98,21 @@ CONNECT_CONC=${CONNECT_CONC:-32}
 CONNECT_MIB=${CONNECT_MIB:-200}
 CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-120}
 SCRAPE_ADMIN_PORT=${SCRAPE_ADMIN_PORT:-18511}
-GW_PATHS=$PATHS
-[ "$SKIP_JSON" = 1 ] || [[ " $PATHS " == *" $JSON_PATH "* ]] || GW_PATHS="$PATHS $JSON_PATH"
-if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; IDLE_CLIENTS=0; SKIP_LOG=1; SKIP_CONNECT=1; fi
+# The bulk paths (BIG_PATHS) apart from the rest: measured with BIG_CONNS connections (above).
+BIG_PATHS=${BIG_PATHS:-/16m.bin}
+BIG_CONNS=${BIG_CONNS:-8}
+split_paths() {  # split_paths PATH... -> "standard paths|bulk paths"
+  local std="" bulk="" p
+  for p in "$@"; do
+    if [[ " $BIG_PATHS " == *" $p "* ]]; then bulk+="${bulk:+ }$p"; else std+="${std:+ }$p"; fi
+  done
+  echo "$std|$bulk"
+}
+# shellcheck disable=SC2086
+IFS='|' read -r STD_PATHS BULK_PATHS <<<"$(split_paths $PATHS)"
+GW_PATHS=$STD_PATHS
+[ "$SKIP_JSON" = 1 ] || [[ " $STD_PATHS " == *" $JSON_PATH "* ]] || GW_PATHS="${STD_PATHS:+$STD_PATHS }$JSON_PATH"
+if [ "$ONLY_JSON" = 1 ]; then PEERS=""; GW_PATHS=$JSON_PATH; BULK_PATHS=""; IDLE_CLIENTS=0; SKIP_LOG=1; SKIP_CONNECT=1; fi
 ONLY_CONNECT=${ONLY_CONNECT:-0}
 if [ "$ONLY_CONNECT" = 1 ]; then
   PEERS=""; IDLE_CLIENTS=0; SKIP_LOG=1; SKIP_JSON=1; SKIP_REQ=1; SKIP_TLS=1; SCRAPE_METRICS=0; SKIP_CONNECT=0
@@ -149,6 +169,18 @@ if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
   started_upstream=1
 fi
 
+# The 16 MiB document (issue #23's bulk path) is ours, not the harness's: written into the
+# upstream's document root (where the harness keeps /1m.bin) once the upstream has made that
+# root, the same way (random bytes, world-readable), and kept while its size is right.
+UP_HTML=${TMP_PREFIX}-upstream/html
+[ -d "$UP_HTML" ] || die "the upstream's document root $UP_HTML is missing"
+if [ "$(stat -c %s "$UP_HTML/16m.bin" 2>/dev/null)" != 16777216 ]; then
+  head -c 16777216 /dev/urandom > "$UP_HTML/16m.bin.tmp"
+  chmod 644 "$UP_HTML/16m.bin.tmp"
+  mv -f "$UP_HTML/16m.bin.tmp" "$UP_HTML/16m.bin"
+fi
+curl -fsS -o /dev/null "http://127.0.0.1:$UP_PORT/16m.bin" || die "the upstream does not serve /16m.bin from $UP_HTML"
+
 harness() {  # harness NAME NTARGETS [ENV=VAL...] -- TARGET...: one harness run into $RESULTS_DIR/NAME
   local name=$1 ntargets=$2 rc=0 npaths=$n_paths; shift 2
   local envs=()
@@ -163,6 +195,20 @@ harness() {  # harness NAME NTARGETS [ENV=VAL...] -- TARGET...: one harness run 
   [ "$rc" = 0 ] || log "$name: harness exited with status $rc"
 }
 
+split_harness() {  # split_harness NAME NTARGETS STD_PATHS [ENV=VAL...] -- TARGET...
+  # STD_PATHS with the harness's connections into NAME, then BULK_PATHS with BIG_CONNS into
+  # NAME-bulk; for `ours` (Airlock) each step keeps its log (the next `ours` start clears it).
+  local name=$1 ntargets=$2 std=$3; shift 3
+  if [ -n "$std" ]; then
+    harness "$name" "$ntargets" PATHS="$std" "$@"
+    [ "${*: -1}" != ours ] || keep_log "$name"
+  fi
+  if [ -n "$BULK_PATHS" ]; then
+    harness "$name-bulk" "$ntargets" PATHS="$BULK_PATHS" CONNS="$BIG_CONNS" "$@"
+    [ "${*: -1}" != ours ] || keep_log "$name-bulk"
+  fi
+}
+
 airlock_cmd() {  # airlock_cmd CONFIG -> a shell command line (OURS_CMD)
   printf '%q run --config %q --workers %q' "$AIRLOCK_BIN" "$1" "$WORKERS"
   if [ ${#airlock_args[@]} -gt 0 ]; then printf ' %q' "${airlock_args[@]}"; fi
@@ -170,7 +216,7 @@ airlock_cmd() {  # airlock_cmd CONFIG -> a shell command line (OURS_CMD)
 
 keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harness's dir
   local src="${TMP_PREFIX}-ours/stdout.log"
-  [ -f "$src" ] || return 0
+  [ -f "$src" ] && [ -d "$RESULTS_DIR/$1" ] || return 0
   { echo "# last 200 of $(wc -l <"$src") lines of $src"; tail -n 200 "$src"; } > "$RESULTS_DIR/$1/airlock-stdout-tail.log"
 }
 
@@ -179,12 +225,12 @@ keep_log() {  # keep the end of Airlock's stdout (JSON log lines) from the harne
 # Same method: verified first (x-bench-scheme: https), pinned like the peers, WARMUP,
 # wrk -t$THREADS -c$CONNS -d$DURATION --latency with the harness's wrk-bench.lua, REPS per
 # path, CPU of our tree + upstream, peak RSS reset before each run. Bounded like the rest.
-measure_tls() {  # measure_tls CONFIG PATH...
-  local cfg=$1; shift
-  local dir=$RESULTS_DIR/airlock-tls pid up_pid path r raw c0 c1 u0 u1 hwm line tck
+measure_tls() {  # measure_tls STEP CONFIG PATH... (STEP: the results directory's name)
+  local step=$1 cfg=$2; shift 2
+  local dir=$RESULTS_DIR/$step pid up_pid path r raw c0 c1 u0 u1 hwm line tck
   mkdir -p "$dir"; tck=$(getconf CLK_TCK)
   printf 'target\tpath\trun\treq_s\tMiB_s\tp50_ms\tp99_ms\tsock_err\tnon2xx\tpeak_rss_MiB\tcpu_s\tup_cpu_s\twrk_cpu_s\tother_cpu_s\n' > "$dir/results.tsv"
-  log "### airlock-tls: $AIRLOCK_BIN on 127.0.0.1:$TLS_PORT -> https://localhost:$UP_TLS_PORT"
+  log "### $step: $AIRLOCK_BIN on 127.0.0.1:$TLS_PORT -> https://localhost:$UP_TLS_PORT (paths $*, ${CONNS:-64} connections)"
   # shellcheck disable=SC2046
   $(srv_pin) "$AIRLOCK_BIN" run --config "$cfg" --workers "$WORKERS" "${airlock_args[@]}" > "$dir/stdout.log" 2>&1 &
   pid=$!
@@ -227,10 +273,9 @@ measure_tls() {  # measure_tls CONFIG PATH...
 }
 
 # shellcheck disable=SC2086
-[ -z "$PEERS" ] || harness peers "$(wc -w <<<"$PEERS")" -- $PEERS
+[ -z "$PEERS" ] || split_harness peers "$(wc -w <<<"$PEERS")" "$STD_PATHS" -- $PEERS
 if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
-  harness airlock-gw 1 PORT=$GW_PORT MODE=reverse PATHS="$GW_PATHS" OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
-  keep_log airlock-gw
+  split_harness airlock-gw 1 "$GW_PATHS" PORT=$GW_PORT MODE=reverse OURS_CMD="$(airlock_cmd "$GW_CONFIG")" -- ours
   if [ "$SKIP_LOG" != 1 ]; then
     # Access records on (the default level), stdout to the harness's file; right after
     # airlock-gw so that the two rows' minutes are close.
@@ -239,7 +284,7 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
                  "$AIRLOCK_BIN" "$GW_CONFIG" "$WORKERS" "$GW_LOG_PORT")" -- ours
     keep_log airlock-gw-log
   fi
-  if [ "$SCRAPE_METRICS" = 1 ]; then
+  if [ "$SCRAPE_METRICS" = 1 ] && [ -n "$GW_PATHS" ]; then
     # The same gateway with its admin listener on a known port, scraped once a second by a
     # loop bounded by the step's own time limit; it ends with the harness run.
     mkdir -p "$RESULTS_DIR/airlock-gw-scrape"
@@ -264,8 +309,7 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
     log "airlock-gw-scrape: $(cat "$RESULTS_DIR/airlock-gw-scrape/scrapes.txt" 2>/dev/null || echo 'no scrapes')"
   fi
   if [ "$ONLY_JSON" != 1 ]; then
-    harness airlock-fwd 1 PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
-    keep_log airlock-fwd
+    split_harness airlock-fwd 1 "$STD_PATHS" PORT=$FWD_PORT MODE=forward OURS_CMD="$(airlock_cmd "$FWD_CONFIG")" -- ours
   fi
   if [ "$SKIP_TLS" != 1 ] && [ "$ONLY_JSON" != 1 ]; then
     # TLS origination to the upstream's https port, verified against the harness's CA
@@ -276,7 +320,12 @@ if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
       "    match: { host: \"*\" }" "    upstream: https://localhost:$UP_TLS_PORT" \
       "    security: { ca: \"$CERT_DIR/ca.crt\" }" > "$TLS_CONFIG"
     PATHS_TLS=${PATHS_TLS:-$PATHS}
-    measure_tls "$TLS_CONFIG" $PATHS_TLS
+    # shellcheck disable=SC2086
+    IFS='|' read -r std_tls bulk_tls <<<"$(split_paths $PATHS_TLS)"
+    # shellcheck disable=SC2086
+    [ -z "$std_tls" ] || measure_tls airlock-tls "$TLS_CONFIG" $std_tls
+    # shellcheck disable=SC2086
+    [ -z "$bulk_tls" ] || CONNS=$BIG_CONNS measure_tls airlock-tls-bulk "$TLS_CONFIG" $bulk_tls
   fi
   if [ "$SKIP_REQ" != 1 ] && [ "$ONLY_JSON" != 1 ]; then
     # The request serializer's cost: headers and query parameters on every request.
@@ -359,21 +408,25 @@ add_rows() {  # add_rows STEP [RENAME]
   fi
   awk -F'\t' -v OFS='\t' -v r="$rename" 'NR > 1 { if (r != "") $1 = r; print }' "$f" >> "$TSV"
 }
-[ -z "$PEERS" ] || add_rows peers
+[ -z "$PEERS" ] || [ -z "$STD_PATHS" ] || add_rows peers
+[ -z "$PEERS" ] || [ -z "$BULK_PATHS" ] || add_rows peers-bulk
 [ -z "$PEERS" ] || [ "$SKIP_LOG" = 1 ] || add_rows nginx-log nginx-log
 if [ "$SKIP_AIRLOCK" != 1 ] && [ "$ONLY_CONNECT" != 1 ]; then
-  add_rows airlock-gw airlock-gw
+  [ -z "$GW_PATHS" ] || add_rows airlock-gw airlock-gw
+  [ -z "$BULK_PATHS" ] || add_rows airlock-gw-bulk airlock-gw
   [ "$SKIP_LOG" = 1 ] || add_rows airlock-gw-log airlock-gw-log
   [ "$SCRAPE_METRICS" != 1 ] || add_rows airlock-gw-scrape airlock-gw-scrape
-  [ "$ONLY_JSON" = 1 ] || add_rows airlock-fwd airlock-fwd
+  [ "$ONLY_JSON" = 1 ] || [ -z "$STD_PATHS" ] || add_rows airlock-fwd airlock-fwd
+  [ "$ONLY_JSON" = 1 ] || [ -z "$BULK_PATHS" ] || add_rows airlock-fwd-bulk airlock-fwd
   [ "$SKIP_JSON" = 1 ] || add_rows airlock-json airlock-json
   [ "$SKIP_REQ" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-req airlock-req
-  [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || add_rows airlock-tls airlock-tls
+  [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || [ -z "${std_tls:-}" ] || add_rows airlock-tls airlock-tls
+  [ "$SKIP_TLS" = 1 ] || [ "$ONLY_JSON" = 1 ] || [ -z "${bulk_tls:-}" ] || add_rows airlock-tls-bulk airlock-tls
 fi
 "$HARNESS/report.sh" "$TSV" > "$RESULTS_DIR/table-full.txt"
 
 summary() {
-  awk -F'\t' '
+  awk -F'\t' -v bulk="$BULK_PATHS" -v bconns="$BIG_CONNS" -v conns="${CONNS:-64}" '
     NR == 1 { next }
     { k = $1 SUBSEP $2
       if (!(k in seen)) { seen[k] = 1; order[++n] = k }
@@ -393,6 +446,7 @@ summary() {
       }
       print "(req/s, p50, p99: mean over runs; ratio: req/s / direct req/s, same path;"
       print " rss: peak RSS of the proxy process tree; errors: socket errors + non-2xx)"
+      if (bulk != "") print "(" bulk ": " bconns " connections for every target, the other paths " conns ")"
     }' "$TSV"
 }
 summary > "$RESULTS_DIR/table.txt"

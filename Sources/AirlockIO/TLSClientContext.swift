@@ -2,7 +2,7 @@ import COpenSSL
 import Glibc
 
 /// One OpenSSL client context per route policy: TLS 1.2 minimum, trust from the system
-/// store plus the route's `ca:` files, and (for certificate pinning) a second store whose
+/// store (its hashed directory read on demand when that holds the whole bundle) plus the route's `ca:` files, and (for certificate pinning) a second store whose
 /// only anchors are the pinned certificates. The handshake itself verifies nothing:
 /// the gateway asks `verify` for exactly the validations its security policy needs, after
 /// the handshake and before a byte of the request is sent. One OpenSSL security level
@@ -12,6 +12,8 @@ public final class TLSClientContext: @unchecked Sendable {
     private let pinnedStore: OpaquePointer?
     /// OpenSSL security level of the handshake and the authentication level of `verify`.
     public let securityLevel: Int32
+    /// How the system's trust anchors were added (`TLSClientContext+SystemTrust.swift`).
+    public let systemTrust: SystemTrust
 
     /// `presentedChain`: no anchor and no verification, only the security level (see
     /// `securityLevelFailure(of:)`).
@@ -38,7 +40,7 @@ public final class TLSClientContext: @unchecked Sendable {
         TLSSession.configureRecordBuffers(of: c)
         airlock_SSL_CTX_refuse_renegotiation(c)
         SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nil)
-        SSL_CTX_set_default_verify_paths(c)
+        systemTrust = Self.addSystemTrust(to: c)
         for f in caFiles where SSL_CTX_load_verify_locations(c, f, nil) != 1 {
             ERR_clear_error()
             SSL_CTX_free(c)
