@@ -36,6 +36,40 @@ enum Fixture {
         """
     }
 
+    /// One worker with an admin listener; the first route (`tun`) tunnels CONNECT to
+    /// 127.0.0.1:`connectPort`, then `moreRoutes` (route items at the list's indentation).
+    static func tunnelConfig(connectPort: UInt16, limits: [String: String] = [:], moreRoutes: String = "") -> String {
+        """
+        listen: 127.0.0.1:0
+        workers: 1
+        admin: 127.0.0.1:0
+        \(limitsYAML(limits))
+        routes:
+          - name: tun
+            match: { host: "127.0.0.1" }
+            connect: tunnel
+            connect_ports: [\(connectPort)]
+            upstream: origin
+        \(moreRoutes)
+        """
+    }
+
+    /// The admin listener's port, from the `airlock.admin` record it logs when it starts.
+    static func adminPort(_ a: AirlockProcess) throws -> UInt16 {
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        return UInt16(try XCTUnwrap(record["port"] as? Int))
+    }
+
+    /// The value of an unlabelled metric (`name value`) in the admin listener's `/metrics`.
+    static func metric(_ name: String, admin: UInt16) throws -> Double {
+        let c = try RawClient(port: admin)
+        defer { c.close() }
+        let r = try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n")
+        XCTAssertEqual(r.status, 200)
+        let line = String(decoding: r.body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return try XCTUnwrap(line.flatMap { Double($0.split(separator: " ").last ?? "") }, "no \(name) in /metrics")
+    }
+
     static func start(_ yaml: String, file: StaticString = #filePath, line: UInt = #line) throws -> AirlockProcess {
         try AirlockProcess(executable: AirlockProcess.builtExecutable(), configYAML: yaml)
     }

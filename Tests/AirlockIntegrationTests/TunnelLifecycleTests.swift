@@ -21,18 +21,7 @@ final class TunnelLifecycleTests: XCTestCase {
             c.shutdownWrite()
         }
         upstream = echo
-        let a = try Fixture.start("""
-            listen: 127.0.0.1:0
-            workers: 1
-            admin: 127.0.0.1:0
-            \(Fixture.limitsYAML(limits))
-            routes:
-              - name: tun
-                match: { host: "127.0.0.1" }
-                connect: tunnel
-                connect_ports: [\(echo.port)]
-                upstream: origin
-            """)
+        let a = try Fixture.start(Fixture.tunnelConfig(connectPort: echo.port, limits: limits))
         airlock = a
         return (a, echo)
     }

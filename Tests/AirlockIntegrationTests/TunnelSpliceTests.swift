@@ -17,31 +17,12 @@ final class TunnelSpliceTests: XCTestCase {
     }
 
     private func gateway(port: UInt16, limits: [String: String] = [:]) throws -> (AirlockProcess, UInt16) {
-        let a = try Fixture.start("""
-            listen: 127.0.0.1:0
-            workers: 1
-            admin: 127.0.0.1:0
-            \(Fixture.limitsYAML(limits))
-            routes:
-              - name: tun
-                match: { host: "127.0.0.1" }
-                connect: tunnel
-                connect_ports: [\(port)]
-                upstream: origin
-            """)
+        let a = try Fixture.start(Fixture.tunnelConfig(connectPort: port, limits: limits))
         airlocks.append(a)
-        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
-        return (a, UInt16(try XCTUnwrap(record["port"] as? Int)))
+        return (a, try Fixture.adminPort(a))
     }
 
-    private func spliced(_ admin: UInt16) throws -> Double {
-        let c = try RawClient(port: admin)
-        defer { c.close() }
-        let r = try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n")
-        let line = String(decoding: r.body, as: UTF8.self).split(separator: "\n")
-            .first { $0.hasPrefix("airlock_spliced_bytes_total ") }
-        return try XCTUnwrap(line.flatMap { Double($0.split(separator: " ").last ?? "") }, "no airlock_spliced_bytes_total")
-    }
+    private func spliced(_ admin: UInt16) throws -> Double { try Fixture.metric("airlock_spliced_bytes_total", admin: admin) }
 
     private func tunnelRecord(_ a: AirlockProcess, timeout: Double = 10) -> [String: Any]? {
         let deadline = Date().addingTimeInterval(timeout)
