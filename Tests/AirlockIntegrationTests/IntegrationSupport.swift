@@ -2,6 +2,21 @@ import AirlockTesting
 import Foundation
 import XCTest
 
+/// A test class that starts gateways and origins (`airlocks`, `servers`): each is stopped
+/// after every test.
+class GatewayTestCase: XCTestCase {
+    var airlocks: [AirlockProcess] = []
+    var servers: [TCPTestServer] = []
+
+    override func tearDown() {
+        for a in airlocks { a.stop() }
+        for s in servers { s.stop() }
+        airlocks = []
+        servers = []
+        super.tearDown()
+    }
+}
+
 /// Shared helpers: configs for a gateway in front of a test origin, and JSON decoding.
 enum Fixture {
     /// The limits every test runs with, overridden per test.

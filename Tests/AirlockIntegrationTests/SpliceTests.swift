@@ -9,17 +9,7 @@ import XCTest
 /// access record's byte counts stay exact, `airlock_spliced_bytes_total` shows the path was
 /// taken (and is 0 when splicing is off or a phase needs the bytes), and a slow reader keeps
 /// the upstream from being read past a bound.
-final class SpliceTests: XCTestCase {
-    private var airlocks: [AirlockProcess] = []
-    private var servers: [TCPTestServer] = []
-
-    override func tearDown() {
-        for a in airlocks { a.stop() }
-        for s in servers { s.stop() }
-        airlocks = []
-        servers = []
-    }
-
+final class SpliceTests: GatewayTestCase {
     /// Bytes the origin has handed to its socket so far.
     private final class Written: Sendable {
         let bytes = Atomic<Int>(0)

@@ -6,17 +6,7 @@ import XCTest
 /// (the certificate curl checks is the origin's own), 50 MiB each way with equal SHA-256,
 /// bytes sent right behind the CONNECT head, half-close both ways, the idle timeout, an
 /// unreachable upstream, and one access record per tunnel with its byte counts.
-final class TunnelRelayTests: XCTestCase {
-    private var airlocks: [AirlockProcess] = []
-    private var servers: [TCPTestServer] = []
-
-    override func tearDown() {
-        for a in airlocks { a.stop() }
-        for s in servers { s.stop() }
-        airlocks = []
-        servers = []
-    }
-
+final class TunnelRelayTests: GatewayTestCase {
     private func server(_ handler: @escaping @Sendable (TCPTestConnection) -> Void) throws -> TCPTestServer {
         let s = try TCPTestServer(handler: handler)
         servers.append(s)

@@ -5,17 +5,7 @@ import XCTest
 /// CONNECT tunnels over splice(2) (`limits.splice`): both directions move socket to socket,
 /// 50 MiB each way with equal SHA-256, the access record's bytes each way exact, half-close
 /// passed on (the echo's EOF follows the client's), and `airlock_spliced_bytes_total` shows it.
-final class TunnelSpliceTests: XCTestCase {
-    private var airlocks: [AirlockProcess] = []
-    private var servers: [TCPTestServer] = []
-
-    override func tearDown() {
-        for a in airlocks { a.stop() }
-        for s in servers { s.stop() }
-        airlocks = []
-        servers = []
-    }
-
+final class TunnelSpliceTests: GatewayTestCase {
     private func gateway(port: UInt16, limits: [String: String] = [:]) throws -> (AirlockProcess, UInt16) {
         let a = try Fixture.start(Fixture.tunnelConfig(connectPort: port, limits: limits))
         airlocks.append(a)

@@ -6,17 +6,7 @@ import XCTest
 /// before it has the whole request, so its silence is not a timeout while the body moves (as
 /// nginx's proxy_read_timeout, which starts once the request is sent). A client that stops
 /// sending its body mid-way still ends in 504 within a bounded time.
-final class UploadTimeoutTests: XCTestCase {
-    private var airlocks: [AirlockProcess] = []
-    private var servers: [TCPTestServer] = []
-
-    override func tearDown() {
-        for a in airlocks { a.stop() }
-        for s in servers { s.stop() }
-        airlocks = []
-        servers = []
-    }
-
+final class UploadTimeoutTests: GatewayTestCase {
     /// An origin that reads a head and its Content-Length body, then answers 200 with the body's length.
     private func origin() throws -> TCPTestServer {
         let s = try TCPTestServer { c in
