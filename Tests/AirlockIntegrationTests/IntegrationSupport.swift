@@ -69,6 +69,18 @@ enum Fixture {
         """
     }
 
+    /// The `request.access` records `a` has logged that `match` accepts, once there are `count`
+    /// of them or after `timeout` seconds (whatever there is then: the caller asserts the count).
+    static func accessRecords(_ a: AirlockProcess, count: Int, timeout: Double = 10,
+                              where match: ([String: Any]) -> Bool = { _ in true }) -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let records = a.logRecords().filter { $0["event"] as? String == "request.access" && match($0) }
+            if records.count >= count || Date() > deadline { return records }
+            usleep(50_000)
+        }
+    }
+
     /// The admin listener's port, from the `airlock.admin` record it logs when it starts.
     static func adminPort(_ a: AirlockProcess) throws -> UInt16 {
         let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })

@@ -69,15 +69,6 @@ final class InterceptTests: XCTestCase {
         try Curl.run(["-x", "http://127.0.0.1:\(a.port)", "--cacert", caPEM] + more + [url], timeout: timeout)
     }
 
-    private func accessRecords(_ a: AirlockProcess, count: Int, where match: ([String: Any]) -> Bool) -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(10)
-        while true {
-            let records = a.logRecords().filter { $0["event"] as? String == "request.access" && match($0) }
-            if records.count >= count || Date() > deadline { return records }
-            usleep(50_000)
-        }
-    }
-
     // MARK: real clients
 
     func testCurlSeesACertificateFromAirlocksCAAndTheOriginAnswers() throws {
@@ -96,11 +87,11 @@ final class InterceptTests: XCTestCase {
         // Only Airlock's CA is trusted by this curl: the origin's own chain would fail it.
         let direct = try Curl.run(["--cacert", caPEM, o.url("/direct")])
         XCTAssertEqual(direct.exitCode, 60, "the origin's chain is not under Airlock's CA: \(direct.stderr)")
-        let connect = accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }
+        let connect = Fixture.accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }
         XCTAssertEqual(connect.first?["tunnel"] as? String, "intercepted")
         XCTAssertEqual(connect.first?["route"] as? String, "api")
         XCTAssertEqual(connect.first?["target"] as? String, "localhost:\(o.port)")
-        let get = accessRecords(a, count: 1) { $0["method"] as? String == "GET" }
+        let get = Fixture.accessRecords(a, count: 1) { $0["method"] as? String == "GET" }
         XCTAssertEqual(get.first?["status"] as? Int, 200)
         XCTAssertEqual(get.first?["route"] as? String, "api")
         XCTAssertEqual(get.first?["target"] as? String, "/inside/tls?x=1")
@@ -169,7 +160,7 @@ final class InterceptTests: XCTestCase {
                       "stdout: \(r.stdoutString.prefix(2_000))\nstderr: \(r.stderr.split(separator: "\n").filter { !$0.contains("dbus") }.suffix(30).joined(separator: "\n"))")
         XCTAssertTrue(o.requestLines.contains("GET /from/chromium HTTP/1.1"), "\(o.requestLines)")
         // (Chromium's own CONNECTs elsewhere, if any, match no route.)
-        let connect = accessRecords(a, count: 1) { $0["target"] as? String == "127.0.0.1:\(o.port)" }.first
+        let connect = Fixture.accessRecords(a, count: 1) { $0["target"] as? String == "127.0.0.1:\(o.port)" }.first
         XCTAssertEqual(connect?["method"] as? String, "CONNECT")
         XCTAssertEqual(connect?["tunnel"] as? String, "intercepted")
     }
@@ -218,7 +209,7 @@ final class InterceptTests: XCTestCase {
         XCTAssertTrue(r.stdoutString.contains("\"error\":\"misdirected-request\""), r.stdoutString)
         XCTAssertTrue(o.receivesNoRequest(), "nothing reached the origin: \(o.requestLines)")
         XCTAssertTrue(o.requestLines.isEmpty, "nothing reached the origin")
-        let record = accessRecords(a, count: 1) { $0["status"] as? Int == 421 }.first
+        let record = Fixture.accessRecords(a, count: 1) { $0["status"] as? Int == 421 }.first
         XCTAssertEqual(record?["intercepted"] as? Bool, true, "an answer Airlock gave inside the TLS session is marked too")
     }
 
@@ -258,7 +249,7 @@ final class InterceptTests: XCTestCase {
         XCTAssertEqual(r.stdoutString.components(separatedBy: "HTTP/1.1 200 OK").count - 1, 6)
         XCTAssertEqual(o.requestLines.count, 6)
         XCTAssertEqual(o.acceptedConnections, 1, "one pooled upstream connection served the whole session")
-        XCTAssertEqual(accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.count, 1)
+        XCTAssertEqual(Fixture.accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.count, 1)
     }
 
     /// The CONNECT's access record is the session's: written when the client connection ends
@@ -292,7 +283,7 @@ final class InterceptTests: XCTestCase {
         let r = try runProcess(TLSFixtureScripts.python(), ["-c", script], timeout: 40)
         XCTAssertEqual(r.exitCode, 0, r.stderr)
         XCTAssertGreaterThan(Int(r.stdoutString) ?? 0, size, "the second response, head and body")
-        let connect = try XCTUnwrap(accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.first)
+        let connect = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["method"] as? String == "CONNECT" }.first)
         XCTAssertEqual(connect["tunnel"] as? String, "intercepted")
         XCTAssertNil(connect["incomplete"], "a session that ended normally")
         let bytesOut = connect["bytes_out"] as? Int ?? 0
@@ -395,7 +386,7 @@ final class InterceptTests: XCTestCase {
         let failed = a.waitForLog(timeout: 5) { $0["event"] as? String == "connect.tls-failed" }
         XCTAssertEqual(failed?["route"] as? String, "api")
         XCTAssertTrue((failed?["reason"] as? String ?? "").contains("http request"), "\(failed ?? [:])")
-        let record = accessRecords(a, count: 1) { $0["tunnel"] as? String == "tls-failed" }.first
+        let record = Fixture.accessRecords(a, count: 1) { $0["tunnel"] as? String == "tls-failed" }.first
         XCTAssertEqual(record?["incomplete"] as? Bool, true)
         XCTAssertEqual(o.acceptedConnections, 0, "no upstream connection for a failed interception")
         // The worker goes on.

@@ -142,11 +142,6 @@ final class ResumeTests: XCTestCase {
         return text.value("airlock_resumes_total", ["route": "api", "result": result]) ?? 0
     }
 
-    private func accessRecords(_ a: AirlockProcess, count: Int) -> [[String: Any]] {
-        _ = a.waitForLog(timeout: 5) { _ in a.logRecords().filter { $0["event"] as? String == "request.access" }.count >= count }
-        return a.logRecords().filter { $0["event"] as? String == "request.access" }
-    }
-
     // MARK: resumed
 
     /// Several cuts per download at seeded random points, Content-Length and chunked framing,
@@ -196,7 +191,7 @@ final class ResumeTests: XCTestCase {
                     relayed += cuts[d * 4 + k] ?? 0
                 }
             }
-            let records = accessRecords(a, count: downloads).filter { $0["target"] as? String == "/big" }
+            let records = Fixture.accessRecords(a, count: downloads, timeout: 5).filter { $0["target"] as? String == "/big" }
             XCTAssertEqual(records.count, downloads)
             for record in records {
                 XCTAssertEqual(record["resumed"] as? Int, 3)
@@ -285,7 +280,7 @@ final class ResumeTests: XCTestCase {
             XCTAssertLessThan(got.count, whole.count, c.name)
             XCTAssertTrue(got == Array(whole.prefix(got.count)), "\(c.name): every byte the client got is right")
             XCTAssertEqual(o.requests.count, c.requests, c.name)
-            let record = accessRecords(a, count: 1).first { $0["target"] as? String == "/refused" }
+            let record = Fixture.accessRecords(a, count: 1, timeout: 5).first { $0["target"] as? String == "/refused" }
             XCTAssertEqual(record?["incomplete"] as? Bool, true, c.name)
             // Resumes that did continue the body are counted; the refused one is not.
             XCTAssertEqual(record?["resumed"] as? Int, c.result == "attempts-exhausted" ? 3 : nil, c.name)
@@ -323,7 +318,7 @@ final class ResumeTests: XCTestCase {
         XCTAssertEqual(r.stdoutString, "200")
         XCTAssertTrue(bytes(file) == json, "\(bytes(file).count) of \(json.count) bytes")
         XCTAssertEqual(o.requests.map { $0.header("Range") }, [nil, "bytes=100000-", "bytes=350000-"])
-        let record = accessRecords(a, count: 1).first { $0["target"] as? String == "/doc" }
+        let record = Fixture.accessRecords(a, count: 1, timeout: 5).first { $0["target"] as? String == "/doc" }
         XCTAssertEqual(record?["resumed"] as? Int, 2)
         a.stop()
         o.stop()
@@ -346,7 +341,7 @@ final class ResumeTests: XCTestCase {
         XCTAssertEqual(r.exitCode, 0, r.stderr)
         XCTAssertTrue(bytes(file) == patternBytes(count: size), "\(bytes(file).count) bytes, whole and right")
         XCTAssertEqual(o.requests.map { $0.header("Range") }, [nil, "bytes=150000-", "bytes=150000-"])
-        let record = accessRecords(a, count: 1).first { $0["target"] as? String == "/again" }
+        let record = Fixture.accessRecords(a, count: 1, timeout: 5).first { $0["target"] as? String == "/again" }
         XCTAssertEqual(record?["resumed"] as? Int, 1, "one resumed response continued the body")
     }
 }

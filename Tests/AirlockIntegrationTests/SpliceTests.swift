@@ -102,15 +102,6 @@ final class SpliceTests: GatewayTestCase {
         return last
     }
 
-    private func accessRecords(_ a: AirlockProcess, count: Int, timeout: Double = 10) -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let records = a.logRecords().filter { $0["event"] as? String == "request.access" }
-            if records.count >= count || Date() > deadline { return records }
-            usleep(50_000)
-        }
-    }
-
     // MARK: bodies
 
     func testContentLengthBodiesAreSplicedWithEqualChecksumsAndExactCounts() throws {
@@ -129,7 +120,7 @@ final class SpliceTests: GatewayTestCase {
             XCTAssertEqual(r.body.count, n)
             XCTAssertEqual(try sha256Hex(r.body), try sha256Hex(patternBytes(count: n, offset: 3)))
         }
-        let records = accessRecords(a, count: 3)
+        let records = Fixture.accessRecords(a, count: 3)
         XCTAssertEqual(records.compactMap { $0["bytes_out"] as? Int }, [size, 3 * 1024 * 1024 + 5, 100])
         XCTAssertGreaterThan(try spliced(admin), Double(size - 4 * 1024 * 1024), "the 50 MiB body was spliced")
     }
@@ -152,7 +143,7 @@ final class SpliceTests: GatewayTestCase {
             XCTAssertEqual(r.body.count, n)
             XCTAssertEqual(try sha256Hex(r.body), try sha256Hex(patternBytes(count: n, offset: 3)))
         }
-        let records = accessRecords(a, count: 2)
+        let records = Fixture.accessRecords(a, count: 2)
         XCTAssertEqual(records.compactMap { $0["bytes_out"] as? Int }, [size, 1_000_003])
         XCTAssertGreaterThan(try spliced(admin), Double(size / 2), "the chunks' payloads were spliced")
     }
@@ -175,7 +166,7 @@ final class SpliceTests: GatewayTestCase {
             XCTAssertTrue(r.body == patternBytes(count: n, offset: 3), "\(kind): byte-exact")
             total += n
         }
-        let records = accessRecords(a, count: 2)
+        let records = Fixture.accessRecords(a, count: 2)
         XCTAssertEqual(records.compactMap { $0["bytes_out"] as? Int }, [20_000_017, 20 << 20])
         XCTAssertGreaterThan(try spliced(admin), Double(total / 2))
     }
@@ -359,7 +350,7 @@ final class SpliceTests: GatewayTestCase {
         XCTAssertEqual(got.first?.count, size)
         XCTAssertTrue(got.first.map { $0 == sent } ?? false, "the 50 MiB body arrived byte-exact")
         XCTAssertTrue(got.last.map { $0[...] == chunked[..<at] } ?? false, "the chunked body arrived byte-exact")
-        let records = accessRecords(a, count: 2)
+        let records = Fixture.accessRecords(a, count: 2)
         XCTAssertEqual(records.compactMap { $0["bytes_in"] as? Int }, [size, at])
         XCTAssertGreaterThan(try spliced(admin), Double(size / 2), "the upload was spliced")
     }

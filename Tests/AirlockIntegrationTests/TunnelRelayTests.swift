@@ -45,15 +45,6 @@ final class TunnelRelayTests: GatewayTestCase {
         return c
     }
 
-    private func tunnelRecords(_ a: AirlockProcess, count: Int, timeout: Double = 10) -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let records = a.logRecords().filter { $0["event"] as? String == "request.access" && $0["tunnel"] != nil }
-            if records.count >= count || Date() > deadline { return records }
-            usleep(50_000)
-        }
-    }
-
     // MARK: real TLS through the tunnel
 
     func testCurlHTTPSThroughATunnelSeesTheOriginsOwnCertificate() throws {
@@ -70,7 +61,7 @@ final class TunnelRelayTests: GatewayTestCase {
         let issuer = r.stderr.split(separator: "\n").first { $0.contains("issuer:") }.map(String.init) ?? ""
         XCTAssertTrue(issuer.contains("Airlock Test Intermediate CA"), "the origin's chain, not a minted one: \(issuer)")
         XCTAssertFalse(r.stderr.contains("Via:"), "no Via inside a tunnel")
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["route"] as? String, "tunlocal")
         XCTAssertEqual(record["target"] as? String, "localhost:\(origin.port)")
         XCTAssertEqual(record["tunnel"] as? String, "closed")
@@ -100,7 +91,7 @@ final class TunnelRelayTests: GatewayTestCase {
         let got = try c.readToEnd(timeout: 120)
         XCTAssertEqual(got.count, size)
         XCTAssertEqual(try sha256Hex(got), try sha256Hex(sent))
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["bytes_in"] as? Int, size)
         XCTAssertEqual(record["bytes_out"] as? Int, size)
         XCTAssertEqual(record["tunnel"] as? String, "closed")
@@ -155,7 +146,7 @@ final class TunnelRelayTests: GatewayTestCase {
         c.shutdownWrite()
         XCTAssertEqual(String(decoding: try c.readToEnd(timeout: 10), as: UTF8.self), "got 8 bytes",
                        "the answer arrives after the client's EOF, then the upstream's EOF")
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["bytes_in"] as? Int, 8)
         XCTAssertEqual(record["bytes_out"] as? Int, 11)
         XCTAssertEqual(record["tunnel"] as? String, "closed")
@@ -170,7 +161,7 @@ final class TunnelRelayTests: GatewayTestCase {
         // The client may still send (its direction is open) before it closes too.
         try c.write("late")
         c.shutdownWrite()
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["tunnel"] as? String, "closed")
         XCTAssertEqual(record["bytes_out"] as? Int, 3)
     }
@@ -186,7 +177,7 @@ final class TunnelRelayTests: GatewayTestCase {
         let waited = Date().timeIntervalSince(start)
         XCTAssertGreaterThan(waited, 0.4)
         XCTAssertLessThan(waited, 5)
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["tunnel"] as? String, "idle-timeout")
         XCTAssertEqual(record["bytes_in"] as? Int, 1)
     }
@@ -202,7 +193,7 @@ final class TunnelRelayTests: GatewayTestCase {
         XCTAssertEqual(r.status, 502)
         XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "upstream-refused")
         XCTAssertTrue(c.isClosedByPeer(timeout: 5))
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["status"] as? Int, 502)
         XCTAssertEqual(record["tunnel"] as? String, "connect-failed")
         XCTAssertEqual(a.logRecords().filter { $0["event"] as? String == "request.access" }.count, 1, "logged once")
@@ -233,7 +224,7 @@ final class TunnelRelayTests: GatewayTestCase {
         XCTAssertEqual(error["error"] as? String, "upstream-unresolvable")
         XCTAssertEqual(error["route"] as? String, "nowhere", "\(error)")
         XCTAssertEqual(error["target"] as? String, "no-such-host.invalid:443", "\(error)")
-        let record = try XCTUnwrap(tunnelRecords(a, count: 1).first)
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["route"] as? String, "nowhere")
         XCTAssertEqual(record["tunnel"] as? String, "connect-failed")
     }
@@ -252,9 +243,9 @@ final class TunnelRelayTests: GatewayTestCase {
             XCTAssertEqual(try c.readToEnd(timeout: 10).count, n * 1000)
             c.close()
         }
-        let records = tunnelRecords(a, count: 5)
+        let records = Fixture.accessRecords(a, count: 5) { $0["tunnel"] != nil }
         usleep(300_000)
-        XCTAssertEqual(tunnelRecords(a, count: 5).count, 5)
+        XCTAssertEqual(Fixture.accessRecords(a, count: 5) { $0["tunnel"] != nil }.count, 5)
         XCTAssertEqual(Set(records.compactMap { $0["bytes_in"] as? Int }), Set((1...5).map { $0 * 1000 }))
         XCTAssertEqual(records.map { $0["bytes_in"] as? Int }, records.map { $0["bytes_out"] as? Int })
         XCTAssertEqual(Set(records.compactMap { $0["request_id"] as? String }).count, 5)
@@ -288,6 +279,6 @@ final class TunnelRelayTests: GatewayTestCase {
         XCTAssertTrue((error?["reason"] as? String ?? "").hasPrefix("client: "), "\(error ?? [:])")
         XCTAssertEqual(error?["route"] as? String, "tun")
         XCTAssertEqual(error?["bytes_in"] as? Int, 100)
-        XCTAssertEqual(tunnelRecords(a, count: 1).first?["tunnel"] as? String, "client-error")
+        XCTAssertEqual(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first?["tunnel"] as? String, "client-error")
     }
 }

@@ -14,17 +14,6 @@ final class TunnelSpliceTests: GatewayTestCase {
 
     private func spliced(_ admin: UInt16) throws -> Double { try Fixture.metric("airlock_spliced_bytes_total", admin: admin) }
 
-    private func tunnelRecord(_ a: AirlockProcess, timeout: Double = 10) -> [String: Any]? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if let r = a.logRecords().first(where: { $0["event"] as? String == "request.access" && $0["tunnel"] != nil }) {
-                return r
-            }
-            if Date() > deadline { return nil }
-            usleep(50_000)
-        }
-    }
-
     func testTunnelFiftyMiBEachWayIsSplicedWithEqualChecksums() throws {
         let size = 50 * 1024 * 1024
         let echo = try TCPTestServer { c in
@@ -49,7 +38,7 @@ final class TunnelSpliceTests: GatewayTestCase {
         let got = try c.readToEnd(timeout: 120)
         XCTAssertEqual(got.count, size)
         XCTAssertEqual(try sha256Hex(got), try sha256Hex(sent))
-        let record = try XCTUnwrap(tunnelRecord(a))
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["bytes_in"] as? Int, size)
         XCTAssertEqual(record["bytes_out"] as? Int, size)
         XCTAssertEqual(record["tunnel"] as? String, "closed")
@@ -73,7 +62,7 @@ final class TunnelSpliceTests: GatewayTestCase {
         try c.write("question")
         c.shutdownWrite()
         XCTAssertEqual(String(decoding: try c.readToEnd(timeout: 10), as: UTF8.self), "got 8 bytes")
-        let record = try XCTUnwrap(tunnelRecord(a))
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
         XCTAssertEqual(record["bytes_in"] as? Int, 8)
         XCTAssertEqual(record["bytes_out"] as? Int, 11)
         XCTAssertEqual(record["tunnel"] as? String, "closed")
