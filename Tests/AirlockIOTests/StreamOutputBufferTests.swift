@@ -10,7 +10,7 @@ import XCTest
 final class StreamOutputBufferTests: XCTestCase {
     func testOutputThatHasGoneLeavesNoBuffer() throws {
         let loop = EventLoop(name: "output")
-        let (ours, theirs) = try Self.socketPair()
+        let (ours, theirs) = try LocalSocket.pair()
         defer { close(theirs) }
         let s = AirlockIO.Stream(loop: loop, fd: ours)
         defer { s.close() }
@@ -20,7 +20,7 @@ final class StreamOutputBufferTests: XCTestCase {
             XCTAssertNotEqual(s.output, loop.emptyBuffer, "bytes queued: a buffer of its own")
             XCTAssertEqual(s.outputLength, response.utf8.count)
             _ = loop.runOnce(blocking: false)   // the iteration's end writes it
-            XCTAssertEqual(Self.readAvailable(theirs), Array(response.utf8))
+            XCTAssertEqual(LocalSocket.readAvailable(theirs), Array(response.utf8))
             XCTAssertEqual(s.outputLength, 0)
             XCTAssertEqual(s.output, loop.emptyBuffer, "everything has gone: the buffer went back")
             XCTAssertEqual(evbuffer_get_length(loop.emptyBuffer), 0)
@@ -30,7 +30,7 @@ final class StreamOutputBufferTests: XCTestCase {
     /// What the kernel does not take at once stays queued, in order, until it has all gone.
     func testOutputTheSocketDoesNotTakeStaysUntilItHasGone() throws {
         let loop = EventLoop(name: "output")
-        let (ours, theirs) = try Self.socketPair()
+        let (ours, theirs) = try LocalSocket.pair()
         defer { close(theirs) }
         let s = AirlockIO.Stream(loop: loop, fd: ours)
         defer { s.close() }
@@ -43,7 +43,7 @@ final class StreamOutputBufferTests: XCTestCase {
         var received: [UInt8] = []
         received.reserveCapacity(total)
         for _ in 0..<100_000 where received.count < total {
-            received += Self.readAvailable(theirs)
+            received += LocalSocket.readAvailable(theirs)
             _ = loop.runOnce(blocking: false)   // the write event sends more
         }
         XCTAssertEqual(received.count, total)
@@ -63,7 +63,7 @@ final class StreamOutputBufferTests: XCTestCase {
         // Round 0 grows libevent's tables by descriptor (never shrunk), and the loop's
         // first spare buffer, on the descriptor numbers round 1 uses again.
         for _ in 0..<2 {
-            let pairs = try (0..<count).map { _ in try Self.socketPair() }
+            let pairs = try (0..<count).map { _ in try LocalSocket.pair() }
             defer { for p in pairs { close(p.1) } }
             var streams: [AirlockIO.Stream] = []
             streams.reserveCapacity(count)
@@ -75,7 +75,7 @@ final class StreamOutputBufferTests: XCTestCase {
                 streams.append(s)
             }
             perStream = (Int(mallinfo2().uordblks) - Int(before)) / count
-            XCTAssertEqual(pairs.filter { Self.readAvailable($0.1) != response }.count, 0, "every response arrived")
+            XCTAssertEqual(pairs.filter { LocalSocket.readAvailable($0.1) != response }.count, 0, "every response arrived")
             XCTAssertEqual(streams.filter { $0.output != loop.emptyBuffer }.count, 0, "streams holding an output buffer")
             for s in streams { s.close() }
             streams.removeAll()
@@ -83,24 +83,5 @@ final class StreamOutputBufferTests: XCTestCase {
         }
         XCTAssertLessThanOrEqual(perStream, 240 + 144, "bytes of heap per stream that sent its output")
         XCTAssertGreaterThanOrEqual(perStream, 240, "the measurement saw the streams at all")
-    }
-
-    private static func socketPair() throws -> (Int32, Int32) {
-        var fds: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0 else {
-            throw XCTSkip("socketpair: \(String(cString: strerror(errno)))")
-        }
-        return (fds[0], fds[1])
-    }
-
-    /// What the socket holds now (non-blocking).
-    private static func readAvailable(_ fd: Int32) -> [UInt8] {
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { return out }
-            out += buf[..<n]
-        }
     }
 }

@@ -22,19 +22,27 @@ final class StreamSpliceTests: XCTestCase {
         let src: AirlockIO.Stream, dst: AirlockIO.Stream
         let feed: Int32      // the test writes here; `src` reads the other end
         let drain: Int32     // the test reads here; `dst` writes the other end
+
+        /// Closes both test ends and both streams.
+        func close() {
+            Glibc.close(feed)
+            Glibc.close(drain)
+            src.close()
+            dst.close()
+        }
     }
 
     private func pair(on shared: EventLoop? = nil) throws -> Pair {
         let loop = shared ?? EventLoop(name: "splice")
-        let (a, feed) = try Self.socketPair()
-        let (b, drain) = try Self.socketPair()
+        let (a, feed) = try LocalSocket.pair()
+        let (b, drain) = try LocalSocket.pair()
         return Pair(loop: loop, src: AirlockIO.Stream(loop: loop, fd: a), dst: AirlockIO.Stream(loop: loop, fd: b),
                     feed: feed, drain: drain)
     }
 
     func testSplicedBytesFollowEarlierOutputAndPrecedeLaterOutput() throws {
         let p = try pair()
-        defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
+        defer { p.close() }
         let recorder = Recorder()
         p.src.delegate = recorder
         let total = 4 << 20
@@ -61,7 +69,7 @@ final class StreamSpliceTests: XCTestCase {
                 }
                 continue
             }
-            received += Self.readAvailable(p.drain)
+            received += LocalSocket.readAvailable(p.drain)
         }
         XCTAssertGreaterThan(tailAt, 0, "the pipe held bytes when the tail was queued")
         guard tailAt > 0 else { return }
@@ -75,7 +83,7 @@ final class StreamSpliceTests: XCTestCase {
 
     func testTheSourceStopsReadingWhileItsPipeHoldsBytes() throws {
         let p = try pair()
-        defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
+        defer { p.close() }
         let recorder = Recorder()
         p.src.delegate = recorder
         var moved = 0
@@ -100,7 +108,7 @@ final class StreamSpliceTests: XCTestCase {
         // The far end reads: everything fed arrives, and the source reads again.
         var received = 0
         for _ in 0..<100_000 where received < fed {
-            received += Self.readAvailable(p.drain).count
+            received += LocalSocket.readAvailable(p.drain).count
             _ = p.loop.runOnce(blocking: false)
         }
         XCTAssertEqual(received, fed)
@@ -180,8 +188,8 @@ final class StreamSpliceTests: XCTestCase {
         let p = try pair()
         let other = try pair(on: p.loop)
         defer {
-            close(p.feed); close(p.drain); p.src.close(); p.dst.close()
-            close(other.feed); close(other.drain); other.src.close(); other.dst.close()
+            p.close()
+            other.close()
         }
         XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
         for round in 1...3 {
@@ -193,7 +201,7 @@ final class StreamSpliceTests: XCTestCase {
             XCTAssertEqual(p.src.spliceBudget, 0)
             p.src.stopSplice()
             _ = p.loop.runOnce(blocking: false)
-            XCTAssertEqual(Self.readAvailable(p.drain), [UInt8](repeating: UInt8(round), count: 1000))
+            XCTAssertEqual(LocalSocket.readAvailable(p.drain), [UInt8](repeating: UInt8(round), count: 1000))
             XCTAssertNil(p.dst.spliceIn, "an empty pipe nothing splices into leaves the destination")
             XCTAssertEqual(p.loop.pipes.spareCount, 1)
         }
@@ -208,8 +216,8 @@ final class StreamSpliceTests: XCTestCase {
         let p = try pair()
         let other = try pair(on: p.loop)
         defer {
-            close(p.feed); close(p.drain); p.src.close(); p.dst.close()
-            close(other.feed); close(other.drain); other.src.close(); other.dst.close()
+            p.close()
+            other.close()
         }
         XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
         var moved = 0
@@ -230,7 +238,7 @@ final class StreamSpliceTests: XCTestCase {
 
     func testBufferedInputOrTheSameStreamRefuseToSplice() throws {
         let p = try pair()
-        defer { close(p.feed); close(p.drain); p.src.close(); p.dst.close() }
+        defer { p.close() }
         let recorder = Recorder()
         p.src.delegate = recorder
         XCTAssertEqual(Self.writeSome(p.feed, Array("buffered".utf8), from: 0), 8)
@@ -243,28 +251,10 @@ final class StreamSpliceTests: XCTestCase {
 
     // MARK: helpers
 
-    private static func socketPair() throws -> (Int32, Int32) {
-        var fds: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0 else {
-            throw XCTSkip("socketpair: \(String(cString: strerror(errno)))")
-        }
-        return (fds[0], fds[1])
-    }
-
     /// Writes what the socket takes now of `bytes[from...]`; returns how many.
     private static func writeSome(_ fd: Int32, _ bytes: [UInt8], from: Int) -> Int {
         guard from < bytes.count else { return 0 }
         let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + from, bytes.count - from, Int32(MSG_NOSIGNAL)) }
         return max(n, 0)
-    }
-
-    private static func readAvailable(_ fd: Int32) -> [UInt8] {
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { return out }
-            out += buf[..<n]
-        }
     }
 }
