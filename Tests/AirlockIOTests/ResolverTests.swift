@@ -1,4 +1,5 @@
 @testable import AirlockIO
+import CLibevent   // socket constants (SOCK_STREAM, SOCK_DGRAM, SOCK_NONBLOCK) come with its socket headers
 import Glibc
 import XCTest
 

@@ -1,5 +1,6 @@
 @testable import AirlockIO
 import AirlockTesting
+import CLibevent   // socket constants (SOCK_STREAM, SOCK_DGRAM, SOCK_NONBLOCK) come with its socket headers
 import Glibc
 import Synchronization
 import XCTest
