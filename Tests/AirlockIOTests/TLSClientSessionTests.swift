@@ -2,46 +2,14 @@
 import AirlockTesting
 import XCTest
 
-// Foundation (through XCTest) has its own Stream and StreamDelegate.
+// Foundation (through XCTest) has its own Stream.
 private typealias Stream = AirlockIO.Stream
-private typealias StreamDelegate = AirlockIO.StreamDelegate
 
 /// A connecting `Stream` with TLS (its `TLSClientSession`) against a real TLS origin on
 /// 127.0.0.1 (`TLSTestOrigin`, certificates generated for the test): the session tickets
 /// the server issues reach the setup's owner as `TLSSessionTicket`s, a ticket resumes the
 /// next connection even after the cache dropped it, and `tlsVerify` checks the chain.
-final class TLSClientSessionTests: XCTestCase {
-    private var pki: TLSTestPKI!
-    private var origin: TLSTestOrigin!
-
-    override func setUpWithError() throws {
-        pki = try TLSTestPKI.generate()
-        origin = try TLSTestOrigin(pki: pki)
-    }
-
-    override func tearDown() {
-        origin?.stop()
-        pki?.remove()
-    }
-
-    /// Records a stream's events and input.
-    private final class Recorder: StreamDelegate {
-        var events: [StreamEvent] = []
-        var received: [UInt8] = []
-        func streamReadable(_ stream: Stream) {
-            received += stream.withInput(max: stream.inputLength) { Array($0) }
-            stream.drainInput(stream.inputLength)
-        }
-        func streamWritable(_ stream: Stream) {}
-        func stream(_ stream: Stream, event: StreamEvent) { events.append(event) }
-    }
-
-    /// Runs `loop` until `done` or 10 s.
-    private func run(_ loop: EventLoop, until done: () -> Bool) {
-        let deadline = EventLoop.nowNanos() + 10_000_000_000
-        while !done() && EventLoop.nowNanos() < deadline { _ = loop.runOnce(blocking: false); usleep(500) }
-    }
-
+final class TLSClientSessionTests: TLSOriginTestCase {
     private func context() throws -> TLSClientContext {
         try TLSClientContext(caFiles: [pki.path("root.pem")], pinnedAnchors: [])
     }
@@ -51,11 +19,11 @@ final class TLSClientSessionTests: XCTestCase {
     /// stream (closed) and what arrived.
     private func exchange(_ loop: EventLoop, _ ctx: TLSClientContext, session: () -> TLSSessionTicket? = { nil },
                           connecting: () -> Void = {},
-                          onTicket: @escaping (TLSSessionTicket) -> Void) throws -> (Stream, Recorder) {
+                          onTicket: @escaping (TLSSessionTicket) -> Void) throws -> (Stream, StreamRecorder) {
         let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
         let s = try Stream(loop: loop, connectingTo: address, timeout: .seconds(10),
                            tls: TLSSetup(context: ctx, serverName: "localhost", session: session(), onNewSession: onTicket))
-        let r = Recorder()
+        let r = StreamRecorder()
         s.delegate = r
         connecting()
         run(loop) { !r.events.isEmpty }
@@ -108,7 +76,7 @@ final class TLSClientSessionTests: XCTestCase {
         let loop = EventLoop(name: "test")
         let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
         let s = try Stream(loop: loop, connectingTo: address, timeout: .seconds(10))
-        let r = Recorder()
+        let r = StreamRecorder()
         s.delegate = r
         run(loop) { !r.events.isEmpty }
         XCTAssertEqual(r.events, [.connected])

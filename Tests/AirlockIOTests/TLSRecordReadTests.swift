@@ -4,57 +4,21 @@ import COpenSSL
 import Foundation
 import XCTest
 
-// Foundation (through XCTest) has its own Stream and StreamDelegate.
+// Foundation (through XCTest) has its own Stream.
 private typealias Stream = AirlockIO.Stream
-private typealias StreamDelegate = AirlockIO.StreamDelegate
 
 /// How TLS sessions take records off their socket (`TLSSession.configureRecordBuffers`):
 /// with read-ahead one `recv` takes a whole record (and what follows it) instead of one for
 /// the 5-byte header and one for the body, counted on OpenSSL's own socket BIO against a real
 /// TLS origin on 127.0.0.1; and both contexts' sessions free their record buffers when empty.
-final class TLSRecordReadTests: XCTestCase {
-    private var pki: TLSTestPKI!
-    private var origin: TLSTestOrigin!
-
-    override func setUpWithError() throws {
-        pki = try TLSTestPKI.generate()
-        origin = try TLSTestOrigin(pki: pki)
-    }
-
-    override func tearDown() {
-        origin?.stop()
-        pki?.remove()
-    }
-
-    /// Records a stream's events and input.
-    private final class Recorder: StreamDelegate {
-        var events: [StreamEvent] = []
-        var received: [UInt8] = []
-        var onConnected: () -> Void = {}
-        func streamReadable(_ stream: Stream) {
-            received += stream.withInput(max: stream.inputLength) { Array($0) }
-            stream.drainInput(stream.inputLength)
-        }
-        func streamWritable(_ stream: Stream) {}
-        func stream(_ stream: Stream, event: StreamEvent) {
-            events.append(event)
-            if event == .connected { onConnected() }
-        }
-    }
-
-    /// Runs `loop` until `done` or 20 s.
-    private func run(_ loop: EventLoop, until done: () -> Bool) {
-        let deadline = EventLoop.nowNanos() + 20_000_000_000
-        while !done() && EventLoop.nowNanos() < deadline { _ = loop.runOnce(blocking: false); usleep(200) }
-    }
-
+final class TLSRecordReadTests: TLSOriginTestCase {
     func testABulkBodyTakesAboutOneSocketReadPerRecordNotTwo() throws {
         let loop = EventLoop(name: "test")
         let ctx = try TLSClientContext(caFiles: [pki.path("root.pem")], pinnedAnchors: [])
         let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
         let s = try Stream(loop: loop, connectingTo: address, timeout: .seconds(10),
                            tls: TLSSetup(context: ctx, serverName: "localhost", session: nil, onNewSession: { _ in }))
-        let r = Recorder()
+        let r = StreamRecorder()
         s.delegate = r
         // Socket reads that returned bytes, counted from the end of the handshake on.
         let reads = UnsafeMutablePointer<Int>.allocate(capacity: 1)
@@ -65,11 +29,11 @@ final class TLSRecordReadTests: XCTestCase {
             BIO_set_callback_arg(bio, UnsafeMutableRawPointer(reads).assumingMemoryBound(to: CChar.self))
             BIO_set_callback_ex(bio, countSocketReads)
         }
-        run(loop) { !r.events.isEmpty }
+        run(loop, seconds: 20) { !r.events.isEmpty }
         XCTAssertEqual(r.events, [.connected])
         let size = 1 << 20
         s.write(Array("GET /random/\(size) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
-        run(loop) { r.events.count > 1 }
+        run(loop, seconds: 20) { r.events.count > 1 }
         XCTAssertEqual(r.events, [.connected, .eof], "the origin ends with close_notify")
         s.close()
 
