@@ -264,8 +264,9 @@ public struct ResponseCache {
             fresh.requestTime = fill.requestTime
             fresh.responseTime = now
             fresh.initialAge = Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now)
-            fresh.lifetime = Self.freshnessLifetime(fresh.head, responseTime: now, heuristicPercent: heuristicPercent)
-            fresh.alwaysRevalidate = CacheControl(fresh.head.headers).noCache
+            let facts = Facts(fresh.head, responseTime: now, heuristicPercent: heuristicPercent)
+            fresh.lifetime = facts.lifetime
+            fresh.alwaysRevalidate = facts.control.noCache
             put(fill.key, fresh)
             counters.refreshed += 1
             let notModified = Self.notModified(request: request, stored: fresh.head)
