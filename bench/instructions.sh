@@ -24,6 +24,8 @@
 #        is the TLS bulk row. HAPROXY=1 then measures the harness's haproxy-tls configuration.
 #      WRK_LUA (a wrk script for every wrk run, given a run id as its argument: bench/unique-url.lua
 #      makes every request a new URL, the cache's miss path)
+#      PORT_SHIFT (0): added to the measured ports (18671/18672, TLS 18675/18676), so that two
+#      measurements can run at once (callgrind counts do not mind a busy machine)
 #      AIRLOCK_ARGS (default "--log-level warning"; "" measures with access records on,
 #      stdout to a file: user-space instructions only, the kernel's write(2) cost not counted)
 set -euo pipefail
@@ -41,6 +43,8 @@ TLS=${TLS:-0}
 # TLS=1 measures on ports of its own, so it can run beside a plain measurement.
 airlock_port=18671; haproxy_port=18672
 [ "$TLS" = 1 ] && { airlock_port=18675; haproxy_port=18676; }
+# PORT_SHIFT=N moves both ports by N, for a second measurement beside one already running.
+airlock_port=$((airlock_port + ${PORT_SHIFT:-0})); haproxy_port=$((haproxy_port + ${PORT_SHIFT:-0}))
 DASHBOARD=${DASHBOARD:-}; ADMIN_PORT=18673
 WRK_LUA=${WRK_LUA:-}
 case "$DASHBOARD" in ""|closed|open) ;; *) die "DASHBOARD: expected closed or open, got $DASHBOARD" ;; esac

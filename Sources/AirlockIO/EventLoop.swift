@@ -21,6 +21,9 @@ public final class EventLoop: @unchecked Sendable {
     private var dirty: [Stream] = []
     private var flushing: [Stream] = []
     private var flushAlone: [Stream] = []
+    /// Streams the batched flush had to write on their own (output in more chains than one
+    /// ring send carries, or an encryption failure to report): a count for tests.
+    private(set) var flushedAlone = 0
     /// Where a loop iteration's writes go out in one system call (nil: one `send`
     /// each); `sendBatching` says which and why.
     private let sendRing: SendRing?
@@ -80,9 +83,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Called when each loop iteration ends: writes what was queued, straight to the
-    /// sockets, without a round trip through epoll: every output that is one chain (a TLS
-    /// stream's once encrypted) in one io_uring submission (`SendRing`) when the loop has a
-    /// ring, the rest (bulk output in several chains) one stream at a time.
+    /// sockets, without a round trip through epoll: every output of up to
+    /// `SendRing.maxBuffers` chains (a TLS stream's once encrypted) in one io_uring submission
+    /// (`SendRing`) when the loop has a ring, the rest (bulk output in more chains) one stream
+    /// at a time.
     ///
     /// Requests go out before responses (as HAProxy orders its sends): the upstream can start
     /// on the whole batch while the responses are written, and, sharing a CPU with us, it
@@ -102,6 +106,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             flushing.removeAll(keepingCapacity: true)
             submit(ring)
+            flushedAlone &+= flushAlone.count
             for s in flushAlone { s.flush() }
             flushAlone.removeAll(keepingCapacity: true)
         }

@@ -20,12 +20,19 @@ import Glibc
 final class SendRing {
     /// Sends per submission: larger batches are submitted in several.
     static let entries = 256
+    /// Buffers (output chains) one send may carry: a stream whose output has more is flushed on its own.
+    static let maxBuffers = 8
     /// "Not sent" (the kernel never took this send): the stream writes it itself.
     static let notSent = Int(airlock_ring_not_sent())
 
     private let ring: UnsafeMutablePointer<io_uring>
     private var fds: [Int32] = []
+    /// Every send's buffers, one after another; send i's are `counts[i]` from `firsts[i]`.
     private var buffers: [iovec] = []
+    private var firsts: [UInt32] = []
+    private var counts: [UInt32] = []
+    /// The sendmsg headers of sends with more than one buffer (filled by the submit).
+    private var messages: [msghdr]
     private var results: [Int] = []
     /// The streams of `fds`/`buffers`, same order; kept alive until their results are in.
     private(set) var streams: [Stream] = []
@@ -35,8 +42,11 @@ final class SendRing {
 
     private init(ring: UnsafeMutablePointer<io_uring>) {
         self.ring = ring
+        messages = Array(repeating: msghdr(), count: Self.entries)
         fds.reserveCapacity(Self.entries)
-        buffers.reserveCapacity(Self.entries)
+        buffers.reserveCapacity(Self.entries * 2)
+        firsts.reserveCapacity(Self.entries)
+        counts.reserveCapacity(Self.entries)
         results.reserveCapacity(Self.entries)
         streams.reserveCapacity(Self.entries)
     }
@@ -59,7 +69,20 @@ final class SendRing {
     func add(_ stream: Stream, fd: Int32, buffer: iovec) {
         streams.append(stream)
         fds.append(fd)
+        firsts.append(UInt32(buffers.count))
+        counts.append(1)
         buffers.append(buffer)
+    }
+
+    /// Queues one send of `buffers` in order (1...`maxBuffers` of them), which must stay
+    /// valid and unchanged until `submit`.
+    func add(_ stream: Stream, fd: Int32, buffers some: UnsafeBufferPointer<iovec>) {
+        precondition(some.count >= 1 && some.count <= Self.maxBuffers)
+        streams.append(stream)
+        fds.append(fd)
+        firsts.append(UInt32(buffers.count))
+        counts.append(UInt32(some.count))
+        buffers.append(contentsOf: some)
     }
 
     /// Submits the queued sends; then `result(i)` is send `i`'s outcome: bytes sent,
@@ -71,8 +94,15 @@ final class SendRing {
         results.append(contentsOf: repeatElement(Self.notSent, count: n))
         let rc = fds.withUnsafeBufferPointer { f in
             buffers.withUnsafeBufferPointer { b in
-                results.withUnsafeMutableBufferPointer { r in
-                    airlock_ring_send_all(ring, UInt32(n), f.baseAddress, b.baseAddress, r.baseAddress)
+                firsts.withUnsafeBufferPointer { first in
+                    counts.withUnsafeBufferPointer { count in
+                        messages.withUnsafeMutableBufferPointer { m in
+                            results.withUnsafeMutableBufferPointer { r in
+                                airlock_ring_send_all(ring, UInt32(n), f.baseAddress, b.baseAddress, first.baseAddress,
+                                                      count.baseAddress, m.baseAddress, r.baseAddress)
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -86,6 +116,8 @@ final class SendRing {
     func clear() {
         fds.removeAll(keepingCapacity: true)
         buffers.removeAll(keepingCapacity: true)
+        firsts.removeAll(keepingCapacity: true)
+        counts.removeAll(keepingCapacity: true)
         streams.removeAll(keepingCapacity: true)
         results.removeAll(keepingCapacity: true)
     }

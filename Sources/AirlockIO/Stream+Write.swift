@@ -54,10 +54,11 @@ extension Stream {
     }
 
     /// The loop's batched flush (`EventLoop.flushDirty`), step 1: queues this stream's
-    /// bytes for the socket (a TLS stream's encrypted first) on `ring` when they are one
-    /// chain. Returns false when the stream must be flushed on its own instead (`flush`:
-    /// output in several chains, or an encryption failure to report). Runs no callback,
-    /// so nothing can touch the queued bytes before the ring is submitted.
+    /// bytes for the socket (a TLS stream's encrypted first) on `ring`, up to
+    /// `SendRing.maxBuffers` chains in one send. Returns false when the stream must be
+    /// flushed on its own instead (`flush`: output in more chains, or an encryption failure to
+    /// report). Runs no callback, so nothing can touch the queued bytes before the ring is
+    /// submitted.
     func queueFlush(on ring: SendRing) -> Bool {
         isDirty = false
         guard !writeArmed, outputMayGo else { return true }
@@ -67,12 +68,22 @@ extension Stream {
         if let t = tlsSession, !t._withUnsafeGuaranteedRef({ encryptQueued($0) }) {
             return false
         }
-        var chain = iovec()
-        let chains = evbuffer_peek(wire, -1, nil, &chain, 1)
-        if chains == 0 { return true }
-        if chains > 1 { return false }
-        ring.add(self, fd: fd, buffer: chain)
-        return true
+        // evbuffer_peek with a negative length fills at most the vectors it is given and
+        // returns how many it filled: the chains' lengths summing short of the output's says
+        // there are more.
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: SendRing.maxBuffers) { v in
+            let chains = Int(evbuffer_peek(wire, -1, nil, v.baseAddress, Int32(SendRing.maxBuffers)))
+            if chains == 0 { return true }
+            if chains == 1 {
+                ring.add(self, fd: fd, buffer: v[0])
+                return true
+            }
+            var peeked = 0
+            for i in 0..<chains { peeked += v[i].iov_len }
+            if peeked < evbuffer_get_length(wire) { return false }
+            ring.add(self, fd: fd, buffers: UnsafeBufferPointer(rebasing: v[..<chains]))
+            return true
+        }
     }
 
     /// Step 2: what the kernel took leaves the output. Runs no callback either, for every

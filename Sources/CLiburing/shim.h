@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <liburing.h>
@@ -40,7 +41,9 @@ static inline void airlock_ring_free(struct io_uring *r) {
 #define AIRLOCK_RING_NOT_SENT LONG_MIN
 static inline long airlock_ring_not_sent(void) { return AIRLOCK_RING_NOT_SENT; }
 
-/* Sends bufs[i] on fds[i] for i < n (n <= the ring's entries), as non-blocking sends
+/* Sends entry i (i < n, n <= the ring's entries) on fds[i]: the counts[i] buffers from
+ * iovs[firsts[i]] on, in order (one buffer: a send; more: a sendmsg over msgs[i], which
+ * must stay valid until this returns), as non-blocking sends
  * (MSG_DONTWAIT: a full socket buffer completes with -EAGAIN instead of parking the
  * request in the kernel), all submitted with one io_uring_enter. results[i] receives
  * the byte count or -errno; AIRLOCK_RING_NOT_SENT for a send the kernel did not take;
@@ -48,13 +51,22 @@ static inline long airlock_ring_not_sent(void) { return AIRLOCK_RING_NOT_SENT; }
  * connection rather than risk sending its bytes twice). Returns 0 when every send was
  * taken and accounted for, else -errno (the caller should stop using the ring). */
 static inline int airlock_ring_send_all(struct io_uring *r, unsigned n, const int *fds,
-                                        const struct iovec *bufs, long *results) {
+                                        const struct iovec *iovs, const unsigned *firsts,
+                                        const unsigned *counts, struct msghdr *msgs, long *results) {
     unsigned queued = 0;
     for (unsigned i = 0; i < n; i++) {
         results[i] = AIRLOCK_RING_NOT_SENT;
         struct io_uring_sqe *sqe = io_uring_get_sqe(r);
         if (!sqe) continue;   /* cannot happen: n <= entries, and the ring starts empty */
-        io_uring_prep_send(sqe, fds[i], bufs[i].iov_base, bufs[i].iov_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        const struct iovec *v = &iovs[firsts[i]];
+        if (counts[i] == 1) {
+            io_uring_prep_send(sqe, fds[i], v->iov_base, v->iov_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        } else {
+            memset(&msgs[i], 0, sizeof msgs[i]);
+            msgs[i].msg_iov = (struct iovec *)v;
+            msgs[i].msg_iovlen = counts[i];
+            io_uring_prep_sendmsg(sqe, fds[i], &msgs[i], MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
         io_uring_sqe_set_data64(sqe, i);
         queued++;
     }

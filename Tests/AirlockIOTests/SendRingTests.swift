@@ -97,6 +97,9 @@ final class SendRingTests: XCTestCase {
     func testAReferencedWriteArrivesWholeAndIsReleased_ioUring() throws { try referencedWrite(batching: true) }
     func testAReferencedWriteArrivesWholeAndIsReleased_sendPerStream() throws { try referencedWrite(batching: false) }
 
+    func testOutputInSeveralChainsGoesOutInOneSend_ioUring() throws { try outputInSeveralChains(batching: true) }
+    func testOutputInSeveralChainsGoesOutInOneSend_sendPerStream() throws { try outputInSeveralChains(batching: false) }
+
     func testFailedSendIsReportedAndTheRestOfTheBatchGoesOut_ioUring() throws { try failedSendIsReportedAndTheRestOfTheBatchGoesOut(batching: true) }
     func testFailedSendIsReportedAndTheRestOfTheBatchGoesOut_sendPerStream() throws { try failedSendIsReportedAndTheRestOfTheBatchGoesOut(batching: false) }
 
@@ -174,6 +177,79 @@ final class SendRingTests: XCTestCase {
         XCTAssertEqual(ReferencedBytes.live.load(ordering: .relaxed), live)
         first.close()
         idle.close()
+    }
+
+    /// Output in several chains (each referenced write is a chain of its own, and so is the
+    /// copied separator after it), as a relayed bulk body leaves it: up to
+    /// `SendRing.maxBuffers` chains go out in the ring's one send (a sendmsg), more are written
+    /// by the stream alone (a writev of up to `Stream.writeIOVecs`); either way each peer gets
+    /// every byte in order in one iteration.
+    /// Then a many-chain output larger than its socket buffer: the ring's send takes part, the
+    /// rest follows on write events, in order.
+    private func outputInSeveralChains(batching: Bool) throws {
+        let loop = try loop(batching: batching)
+        let chainCounts = [2, 3, SendRing.maxBuffers, SendRing.maxBuffers + 1, Stream.writeIOVecs]
+        var streams: [Stream] = []
+        var peers: [Int32] = []
+        var wants: [[UInt8]] = []
+        for (i, chains) in chainCounts.enumerated() {
+            let (a, c) = try tcpPair()
+            let s = Stream(loop: loop, fd: a)
+            var want: [UInt8] = []
+            // chains: reference, separator, reference, separator, ... (odd counts end on a reference)
+            for k in 0..<chains {
+                if k % 2 == 0 {
+                    let part = payload(i * 100 + k, 700 + 37 * k)
+                    s.writeReference(part)
+                    want += part
+                } else {
+                    let sep = Array("|\(i).\(k)|".utf8)
+                    s.write(sep)
+                    want += sep
+                }
+            }
+            streams.append(s)
+            peers.append(c)
+            wants.append(want)
+        }
+        let alone = loop.flushedAlone
+        loop.runOnce(blocking: false)
+        for (i, c) in peers.enumerated() {
+            XCTAssertEqual(read(c, count: wants[i].count), wants[i], "stream \(i): \(chainCounts[i]) chains")
+            XCTAssertEqual(streams[i].outputLength, 0, "stream \(i)")
+        }
+        if batching {
+            XCTAssertEqual(loop.flushedAlone - alone, chainCounts.filter { $0 > SendRing.maxBuffers }.count,
+                           "only outputs in more than \(SendRing.maxBuffers) chains are written alone")
+        }
+        for s in streams { s.close() }
+
+        // Larger than the socket: three referenced MiB, each followed by a separator (six
+        // chains), through 16 KiB socket buffers.
+        let (a, c) = try tcpPair()
+        var small: Int32 = 16384
+        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let s = Stream(loop: loop, fd: a)
+        var want: [UInt8] = []
+        for k in 0..<3 {
+            let part = payload(50 + k, 1 << 20)
+            s.writeReference(part)
+            s.write(Array("<\(k)>".utf8))
+            want += part + Array("<\(k)>".utf8)
+        }
+        var got: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        let deadline = EventLoop.nowNanos() + 20_000_000_000
+        while got.count < want.count && EventLoop.nowNanos() < deadline {
+            loop.runOnce(blocking: false)
+            let n = recv(c, &buf, buf.count, Int32(MSG_DONTWAIT))
+            if n > 0 { got += buf[0..<n] } else { usleep(100) }
+        }
+        XCTAssertEqual(got.count, want.count)
+        XCTAssertTrue(got == want, "bytes out of order or corrupted")
+        XCTAssertEqual(s.outputLength, 0)
+        s.close()
     }
 
     /// A write larger than the socket takes: the kernel takes part (or nothing, EAGAIN),
