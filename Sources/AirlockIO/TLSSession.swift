@@ -98,12 +98,18 @@ final class TLSSession {
         if let p = prefix { evbuffer_free(p) }
     }
 
+    /// OpenSSL's read buffer for every session: four full records (OpenSSL's default holds one
+    /// and a little more).
+    static let readBufferBytes = 64 * 1024
+
     /// How every context's sessions read and hold records (client and server contexts):
-    /// - read-ahead: one `recv` takes what the socket holds, up to OpenSSL's read buffer
-    ///   (a record and the start of the next), instead of one `recv` for each record's 5-byte
-    ///   header and another for its body: half the reads of a bulk body (bench/README.md,
-    ///   "TLS bulk": -21 % CPU per 1 MiB response). The default buffer stays: a 64 KiB one
-    ///   saved 4 % more CPU for 12 MiB more peak RSS at 64 connections.
+    /// - read-ahead: one `recv` takes what the socket holds, up to OpenSSL's read buffer,
+    ///   instead of one `recv` for each record's 5-byte header and another for its body: half
+    ///   the reads of a bulk body (bench/README.md, "TLS bulk": -21 % CPU per 1 MiB response).
+    /// - a read buffer of `readBufferBytes`: a bulk body's socket usually holds several records
+    ///   when the loop reads it, and one `recv` takes up to four of them (75 -> ~35 reads per
+    ///   1 MiB response in the TLS bench row, -12 % CPU per response; bench/README.md, "fourth
+    ///   session"). Allocated only while records are read (release buffers, below).
     /// - release buffers: OpenSSL frees a connection's record buffers whenever they are empty,
     ///   so an idle or pooled connection holds none (peak RSS after 500 concurrent TLS
     ///   exchanges: 57 -> 40.5 MiB).
@@ -111,6 +117,7 @@ final class TLSSession {
     /// (`SSL_has_pending` counts both) tells the stream to come back for them.
     static func configureRecordBuffers(of ctx: OpaquePointer) {
         airlock_SSL_CTX_set_read_ahead(ctx, 1)
+        SSL_CTX_set_default_read_buffer_len(ctx, readBufferBytes)
         _ = airlock_SSL_CTX_set_mode(ctx, Int(SSL_MODE_RELEASE_BUFFERS))
     }
 
