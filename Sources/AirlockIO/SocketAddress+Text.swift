@@ -1,3 +1,4 @@
+import CLibevent
 import Glibc
 
 extension SocketAddress {
@@ -9,25 +10,33 @@ extension SocketAddress {
             out.append(contentsOf: description.utf8)
             return
         }
-        var st = storage
-        let address = withUnsafePointer(to: &st) { p in
-            p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
-        }
-        for shift in [24, 16, 8, 0] as [UInt32] {
-            Self.appendDecimal(Int((address >> shift) & 0xFF), to: &out)
-            out.append(shift == 0 ? UInt8(ascii: ":") : UInt8(ascii: "."))
-        }
-        Self.appendDecimal(Int(port), to: &out)
-    }
-
-    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        var divisor = 1
-        while value / divisor >= 10 { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
+        // sockaddr_in's address sits where sockaddr_in6's flow info does (offset 4).
+        let address = UInt32(bigEndian: storage.sin6_flowinfo)
+        // "255.255.255.255:65535" is 21 bytes: written right to left, appended once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buf in
+            var i = buf.count
+            func put(_ value: UInt32) {
+                var v = value
+                repeat {
+                    i -= 1
+                    buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+                    v /= 10
+                } while v > 0
+            }
+            put(UInt32(port))
+            i -= 1
+            buf[i] = UInt8(ascii: ":")
+            put(address & 0xFF)
+            i -= 1
+            buf[i] = UInt8(ascii: ".")
+            put((address >> 8) & 0xFF)
+            i -= 1
+            buf[i] = UInt8(ascii: ".")
+            put((address >> 16) & 0xFF)
+            i -= 1
+            buf[i] = UInt8(ascii: ".")
+            put(address >> 24)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
         }
     }
 }

@@ -15,4 +15,27 @@ final class SocketAddressTextTests: XCTestCase {
             XCTAssertEqual(String(decoding: out, as: UTF8.self), "x" + address.description, host)
         }
     }
+
+    /// Every octet and port width, generated (seeded): the digits written right to left in a
+    /// stack buffer say what inet_ntop says, for each of them.
+    func testAppendDescriptionMatchesDescriptionForGeneratedIPv4() throws {
+        var seed: UInt64 = 0x9E3779B97F4A7C15
+        func next() -> UInt64 {
+            seed ^= seed << 13
+            seed ^= seed >> 7
+            seed ^= seed << 17
+            return seed
+        }
+        let widths: [UInt64] = [10, 100, 256]   // one-, two- and three-digit octets
+        for n in 0..<3000 {
+            let octets = (0..<4).map { k in String(next() % widths[(n + k) % 3]) }
+            let port = UInt16(truncatingIfNeeded: next() % [10, 1000, 65_536][n % 3])
+            let host = octets.joined(separator: ".")
+            let address = try XCTUnwrap(SocketAddress(ipLiteral: host, port: port), host)
+            var out: [UInt8] = []
+            address.appendDescription(to: &out)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), "\(host):\(port)")
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), address.description)
+        }
+    }
 }

@@ -52,13 +52,16 @@ struct JSONLineEncoder {
     }
 
     private mutating func appendDecimal(_ value: UInt64) {
-        var divisor: UInt64 = 1
-        while value / divisor >= 10 { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
+        // Written right to left in a stack buffer (20 digits at most), appended once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buf in
+            var i = buf.count
+            var v = value
+            repeat {
+                i -= 1
+                buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+                v /= 10
+            } while v > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
         }
     }
 
@@ -156,18 +159,36 @@ struct JSONLineEncoder {
             return appendFloatingPoint(number)
         }
         let thousandths = UInt64(scaled)
-        appendDecimal(thousandths / 1000)
-        bytes.append(UInt8(ascii: "."))
-        var fraction = thousandths % 1000
-        if fraction == 0 {
-            bytes.append(UInt8(ascii: "0"))
-            return
-        }
-        var divisor: UInt64 = 100
-        while fraction > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor))
-            fraction %= divisor
-            divisor /= 10
+        // "<whole>.<fraction>", the fraction without trailing zeros ("0" when whole), as
+        // `description` writes it: below 1e9 it never switches to an exponent. Written right
+        // to left in a stack buffer (9 + 1 + 3 bytes at most), appended once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buf in
+            var i = buf.count
+            var fraction = thousandths % 1000
+            if fraction == 0 {
+                i -= 1
+                buf[i] = UInt8(ascii: "0")
+            } else {
+                var digits = 3
+                while fraction % 10 == 0 {
+                    fraction /= 10
+                    digits -= 1
+                }
+                for _ in 0..<digits {
+                    i -= 1
+                    buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: fraction % 10)
+                    fraction /= 10
+                }
+            }
+            i -= 1
+            buf[i] = UInt8(ascii: ".")
+            var whole = thousandths / 1000
+            repeat {
+                i -= 1
+                buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: whole % 10)
+                whole /= 10
+            } while whole > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
         }
     }
 
