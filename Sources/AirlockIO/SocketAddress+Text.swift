@@ -10,33 +10,43 @@ extension SocketAddress {
             out.append(contentsOf: description.utf8)
             return
         }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maxIPv4Description) { buf in
+            let n = writeIPv4Description(to: buf.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[..<n]))
+        }
+    }
+
+    /// "255.255.255.255:65535".
+    public static let maxIPv4Description = 21
+
+    /// For an IPv4 address: `description`'s bytes written at `p` (which has room for
+    /// `maxIPv4Description`), and their count. 0 for IPv6, which writes nothing.
+    public func writeIPv4Description(to p: UnsafeMutablePointer<UInt8>) -> Int {
+        guard family == AF_INET else { return 0 }
         // sockaddr_in's address sits where sockaddr_in6's flow info does (offset 4).
         let address = UInt32(bigEndian: storage.sin6_flowinfo)
-        // "255.255.255.255:65535" is 21 bytes: written right to left, appended once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buf in
-            var i = buf.count
-            func put(_ value: UInt32) {
-                var v = value
-                repeat {
-                    i -= 1
-                    buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
-                    v /= 10
-                } while v > 0
-            }
-            put(UInt32(port))
-            i -= 1
-            buf[i] = UInt8(ascii: ":")
-            put(address & 0xFF)
-            i -= 1
-            buf[i] = UInt8(ascii: ".")
-            put((address >> 8) & 0xFF)
-            i -= 1
-            buf[i] = UInt8(ascii: ".")
-            put((address >> 16) & 0xFF)
-            i -= 1
-            buf[i] = UInt8(ascii: ".")
-            put(address >> 24)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
+        var n = 0
+        @inline(__always) func put(_ value: UInt32) {
+            if value >= 10_000 { p[n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10_000); n += 1 }
+            if value >= 1_000 { p[n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 1_000 % 10); n += 1 }
+            if value >= 100 { p[n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 100 % 10); n += 1 }
+            if value >= 10 { p[n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10 % 10); n += 1 }
+            p[n] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+            n += 1
         }
+        put(address >> 24)
+        p[n] = UInt8(ascii: ".")
+        n += 1
+        put((address >> 16) & 0xFF)
+        p[n] = UInt8(ascii: ".")
+        n += 1
+        put((address >> 8) & 0xFF)
+        p[n] = UInt8(ascii: ".")
+        n += 1
+        put(address & 0xFF)
+        p[n] = UInt8(ascii: ":")
+        n += 1
+        put(UInt32(port))
+        return n
     }
 }

@@ -66,7 +66,27 @@ final class AccessRecordTests: XCTestCase {
         early.responseEnd = 2_000_005
         fresh.task = ("cancelled", early)
         fresh.requestID.client = nil
-        for (name, r) in [("full", full), ("bare", bare), ("fresh", fresh)] {
+        // Every field of a fixed size at its longest (AccessRecord's bound: a record whose
+        // bound were too small would trap here).
+        var longest = full
+        longest.status = Int.min
+        longest.bytesIn = UInt64.max
+        longest.durationMillis = -1.2345678901234567e-300
+        longest.client = SocketAddress(ipLiteral: "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe", port: 65_535)!
+        longest.upstream = SocketAddress(ipLiteral: "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", port: 65_535)!
+        longest.upstreamTiming = (-.infinity, false)
+        longest.requestID = RequestID(prefix: "", worker: Int.min, serial: UInt64.max)
+        longest.resumed = Int.max
+        longest.tunnel = "closed"
+        var slow = TaskMetrics(fetchStart: 1)
+        (slow.dnsStart, slow.dnsEnd) = (1, UInt64.max / 7)
+        (slow.connectStart, slow.connectEnd) = (3, UInt64.max / 5)
+        (slow.secureStart, slow.secureEnd) = (7, UInt64.max / 3)
+        slow.requestSent = UInt64.max / 2
+        slow.firstResponseByte = UInt64.max - 11
+        slow.responseEnd = UInt64.max - 1
+        longest.task = ("cancelled", slow)
+        for (name, r) in [("full", full), ("bare", bare), ("fresh", fresh), ("longest", longest)] {
             let a = direct(r), b = viaHandler(r)
             XCTAssertEqual(a.last, UInt8(ascii: "\n"), name)
             XCTAssertEqual(untimed(a), untimed(b), name)

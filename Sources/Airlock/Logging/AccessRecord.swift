@@ -69,92 +69,123 @@ struct AccessRecord {
     }
 
     /// The line `JSONLogHandler` writes for `metadata` at level info (keys in sorted order),
-    /// timestamped now, ending in "\n".
+    /// timestamped now, ending in "\n": written with a `LineWriter` into scratch memory the
+    /// encoder's `LogBuffer` keeps (grown to this record's bound when short), then appended to
+    /// `e`'s bytes once.
     func encode(into e: inout JSONLineEncoder) {
-        e.append("{\"time\":")
-        e.appendTimestamp()
-        e.append(",\"level\":\"info\",\"event\":\"request.access\",\"bytes_in\":")
-        e.appendInteger(bytesIn)
-        e.append(",\"bytes_out\":")
-        e.appendInteger(bytesOut)
-        e.append(",\"client\":\"")
-        client.appendDescription(to: &e.bytes)
-        e.append("\"")
-        e.append(",\"duration_ms\":")
-        e.appendThousandths(durationMillis)
-        if let request {
-            e.append(",\"host\":")
-            e.appendString(request.host)
+        let now = e.currentTime()
+        var scratch: [UInt8] = []
+        swap(&scratch, &e.timestamps.scratch)
+        let need = bound
+        if scratch.count < need { scratch = [UInt8](repeating: 0, count: Swift.max(need, 2048)) }
+        scratch.withUnsafeMutableBufferPointer { buffer in
+            var w = LineWriter(buffer)
+            write(into: &w, second: now.second, milliseconds: now.milliseconds)
+            e.bytes.append(contentsOf: w.written)
         }
-        if incomplete { e.append(",\"incomplete\":true") }
-        if intercepted { e.append(",\"intercepted\":true") }
+        swap(&scratch, &e.timestamps.scratch)
+    }
+
+    /// The most bytes the line can take: the keys, numbers and addresses fit in 768 (the
+    /// longest of each: AccessRecordTests); each string may grow six-fold when escaped.
+    private var bound: Int {
+        var strings = requestID.client.map(LineWriter.escapedBound) ?? LineWriter.escapedBound(requestID.prefix)
         if let request {
-            e.append(",\"method\":")
-            e.appendString(request.method)
+            strings += LineWriter.escapedBound(request.method) + LineWriter.escapedBound(request.target)
+                + LineWriter.escapedBound(request.host)
+        }
+        if let route { strings += LineWriter.escapedBound(route) }
+        if let task { strings += LineWriter.escapedBound(task.state) }
+        if let tunnel { strings += LineWriter.escapedBound(tunnel) }
+        return 768 + strings
+    }
+
+    private func write(into w: inout LineWriter, second: [UInt8], milliseconds: Int) {
+        w.put("{\"time\":")
+        w.put(bytes: second)
+        w.put(decimal: UInt64(milliseconds / 100))
+        w.put(decimal: UInt64(milliseconds / 10 % 10))
+        w.put(decimal: UInt64(milliseconds % 10))
+        w.put("Z\",\"level\":\"info\",\"event\":\"request.access\",\"bytes_in\":")
+        w.put(decimal: bytesIn)
+        w.put(",\"bytes_out\":")
+        w.put(decimal: bytesOut)
+        w.put(",\"client\":\"")
+        w.put(address: client)
+        w.put("\",\"duration_ms\":")
+        w.put(thousandths: durationMillis)
+        if let request {
+            w.put(",\"host\":")
+            w.put(quoted: request.host)
+        }
+        if incomplete { w.put(",\"incomplete\":true") }
+        if intercepted { w.put(",\"intercepted\":true") }
+        if let request {
+            w.put(",\"method\":")
+            w.put(quoted: request.method)
         }
         if let client = requestID.client {
-            e.append(",\"request_id\":")
-            e.appendString(client)
+            w.put(",\"request_id\":")
+            w.put(quoted: client)
         } else {
-            e.append(",\"request_id\":\"")
-            e.appendStringContents(requestID.prefix)
-            e.append("-")
-            e.appendInteger(requestID.worker)
-            e.append("-")
-            e.appendHex(requestID.serial)
-            e.append("\"")
+            w.put(",\"request_id\":\"")
+            w.put(escaped: requestID.prefix)
+            w.put(UInt8(ascii: "-"))
+            w.put(integer: requestID.worker)
+            w.put(UInt8(ascii: "-"))
+            w.put(hex: requestID.serial)
+            w.put(UInt8(ascii: "\""))
         }
         if resumed > 0 {
-            e.append(",\"resumed\":")
-            e.appendInteger(UInt64(resumed))
+            w.put(",\"resumed\":")
+            w.put(decimal: UInt64(resumed))
         }
         if let task, task.metrics.requestSent != 0 {
-            task.metrics.reused ? e.append(",\"reused\":true") : e.append(",\"reused\":false")
+            task.metrics.reused ? w.put(",\"reused\":true") : w.put(",\"reused\":false")
         }
         if let route {
-            e.append(",\"route\":")
-            e.appendString(route)
+            w.put(",\"route\":")
+            w.put(quoted: route)
         }
         if let task {
-            e.append(",\"state\":")
-            e.appendString(task.state)
+            w.put(",\"state\":")
+            w.put(quoted: task.state)
         }
-        e.append(",\"status\":")
-        e.appendInteger(status)
+        w.put(",\"status\":")
+        w.put(integer: status)
         if let request {
-            e.append(",\"target\":")
-            e.appendString(request.target)
+            w.put(",\"target\":")
+            w.put(quoted: request.target)
         }
-        if let task { Self.encodeTimings(task.metrics, into: &e) }
+        if let task { Self.writeTimings(task.metrics, into: &w) }
         if let tunnel {
-            e.append(",\"tunnel\":")
-            e.appendString(tunnel)
+            w.put(",\"tunnel\":")
+            w.put(quoted: tunnel)
         }
         if let upstream {
-            e.append(",\"upstream\":\"")
-            upstream.appendDescription(to: &e.bytes)
-            e.append("\"")
+            w.put(",\"upstream\":\"")
+            w.put(address: upstream)
+            w.put(UInt8(ascii: "\""))
         }
         if let upstreamTiming {
-            e.append(",\"upstream_ms\":")
-            e.appendThousandths(upstreamTiming.millis)
-            e.append(",\"upstream_reused\":")
-            upstreamTiming.reused ? e.append("true") : e.append("false")
+            w.put(",\"upstream_ms\":")
+            w.put(thousandths: upstreamTiming.millis)
+            upstreamTiming.reused ? w.put(",\"upstream_reused\":true") : w.put(",\"upstream_reused\":false")
         }
-        e.append("}\n")
+        w.put("}\n")
     }
 
     /// `,"timings":{...}` with the phases that happened, keys in sorted order (as
     /// `JSONLogHandler` sorts a nested dictionary): connect, dns, request_sent, tls, total, ttfb.
-    private static func encodeTimings(_ m: TaskMetrics, into e: inout JSONLineEncoder) {
-        e.append(",\"timings\":{")
+    private static func writeTimings(_ m: TaskMetrics, into w: inout LineWriter) {
+        w.put(",\"timings\":{")
         var first = true
         func field(_ key: StaticString, _ millis: Double?) {
             guard let millis else { return }
-            if !first { e.append(",") }
+            if !first { w.put(UInt8(ascii: ",")) }
             first = false
-            e.append(key)
-            e.appendThousandths(millis)
+            w.put(key)
+            w.put(thousandths: millis)
         }
         field("\"connect\":", m.connectMillis)
         field("\"dns\":", m.dnsMillis)
@@ -162,6 +193,6 @@ struct AccessRecord {
         field("\"tls\":", m.tlsMillis)
         field("\"total\":", m.totalMillis)
         field("\"ttfb\":", m.ttfbMillis)
-        e.append("}")
+        w.put(UInt8(ascii: "}"))
     }
 }

@@ -138,6 +138,15 @@ struct JSONLineEncoder {
     /// `"2026-11-22T10:00:00.123Z"`, from clock_gettime, and gmtime_r once per second
     /// (`timestamps` keeps the second's text).
     mutating func appendTimestamp() {
+        let now = currentTime()
+        bytes.append(contentsOf: now.second)
+        appendDigits(now.milliseconds, width: 3)
+        append("Z\"")
+    }
+
+    /// Now: the current second's text (`"2026-11-22T10:00:00.`, from `timestamps`, formatted
+    /// with gmtime_r once per second) and the milliseconds into it.
+    mutating func currentTime() -> (second: [UInt8], milliseconds: Int) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         if now.tv_sec != timestamps.second {
@@ -146,9 +155,7 @@ struct JSONLineEncoder {
             timestamps.second = now.tv_sec
             timestamps.text = Array(e.bytes.dropLast(5))  // without `000Z"`
         }
-        bytes.append(contentsOf: timestamps.text)
-        appendDigits(Int(now.tv_nsec / 1_000_000), width: 3)
-        append("Z\"")
+        return (timestamps.text, Int(now.tv_nsec / 1_000_000))
     }
 
     /// What `number.description` writes, without a String when `number` is a whole number of
@@ -230,8 +237,11 @@ struct JSONLineEncoder {
     }
 }
 
-/// The text of one second, `"2026-11-22T10:00:00.`, for the records written in it.
+/// What a `LogBuffer` keeps across the records it encodes: the text of one second,
+/// `"2026-11-22T10:00:00.`, for the records written in it, and the memory an access record is
+/// written in before it joins the line (`AccessRecord.encode`).
 struct TimestampCache {
     fileprivate var second: time_t = -1
     fileprivate var text: [UInt8] = []
+    var scratch: [UInt8] = []
 }
