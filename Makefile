@@ -132,6 +132,8 @@ build: check-swift
 	$(SWIFT) build
 
 release: check-swift $(STATIC_CXX_DIR)/libstdc++.so
+	@# SwiftPM does not know the link reads the order file: a newer one removes the binary, so it relinks.
+	@if [ -f $(RELEASE_BIN) ] && [ $(ORDER_FILE) -nt $(RELEASE_BIN) ]; then rm -f $(RELEASE_BIN); fi
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 $(STATIC_CXX_DIR)/libstdc++.so:
