@@ -31,6 +31,29 @@ final class SendRingTests: XCTestCase {
         return loop
     }
 
+    /// `tcpPair()` with `buffers`-byte socket buffers where the stream sends and the test reads.
+    private func tcpPair(buffers: Int32) throws -> (Int32, Int32) {
+        let (a, c) = try tcpPair()
+        var size = buffers
+        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(c, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        return (a, c)
+    }
+
+    /// Runs `loop` and reads `fd` (`chunk` bytes at a time) in turn until `count` bytes came
+    /// or 20 seconds passed; what came.
+    private func runReading(_ loop: EventLoop, _ fd: Int32, count: Int, chunk: Int) -> [UInt8] {
+        var got: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: chunk)
+        let deadline = EventLoop.nowNanos() + 20_000_000_000
+        while got.count < count && EventLoop.nowNanos() < deadline {
+            loop.runOnce(blocking: false)
+            let n = recv(fd, &buf, buf.count, Int32(MSG_DONTWAIT))
+            if n > 0 { got += buf[0..<n] } else { usleep(100) }
+        }
+        return got
+    }
+
     /// A connected pair on 127.0.0.1: the accepted end (the stream's side), the client end
     /// (the test reads it, blocking, with a timeout).
     private func tcpPair() throws -> (Int32, Int32) {
@@ -226,10 +249,7 @@ final class SendRingTests: XCTestCase {
 
         // Larger than the socket: three referenced MiB, each followed by a separator (six
         // chains), through 16 KiB socket buffers.
-        let (a, c) = try tcpPair()
-        var small: Int32 = 16384
-        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let (a, c) = try tcpPair(buffers: 16384)
         let s = Stream(loop: loop, fd: a)
         var want: [UInt8] = []
         for k in 0..<3 {
@@ -238,14 +258,7 @@ final class SendRingTests: XCTestCase {
             s.write(Array("<\(k)>".utf8))
             want += part + Array("<\(k)>".utf8)
         }
-        var got: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65536)
-        let deadline = EventLoop.nowNanos() + 20_000_000_000
-        while got.count < want.count && EventLoop.nowNanos() < deadline {
-            loop.runOnce(blocking: false)
-            let n = recv(c, &buf, buf.count, Int32(MSG_DONTWAIT))
-            if n > 0 { got += buf[0..<n] } else { usleep(100) }
-        }
+        let got = runReading(loop, c, count: want.count, chunk: 65536)
         XCTAssertEqual(got.count, want.count)
         XCTAssertTrue(got == want, "bytes out of order or corrupted")
         XCTAssertEqual(s.outputLength, 0)
@@ -256,10 +269,7 @@ final class SendRingTests: XCTestCase {
     /// the rest waits for the write event, and the peer receives every byte in order.
     private func partialWriteResumesOnTheWriteEvent(batching: Bool) throws {
         let loop = try loop(batching: batching)
-        let (a, c) = try tcpPair()
-        var small: Int32 = 16384
-        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let (a, c) = try tcpPair(buffers: 16384)
         let s = Stream(loop: loop, fd: a)
         let delegate = Recorder()
         s.delegate = delegate
@@ -269,14 +279,7 @@ final class SendRingTests: XCTestCase {
         XCTAssertGreaterThan(s.outputLength, 0, "a 4 MiB write fits a 16 KiB socket buffer")
         XCTAssertEqual(delegate.writable, 0, "not drained yet")
         // Now the peer reads, 4 KiB at a time, between loop iterations.
-        var got: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        let deadline = EventLoop.nowNanos() + 20_000_000_000
-        while got.count < body.count && EventLoop.nowNanos() < deadline {
-            loop.runOnce(blocking: false)
-            let n = recv(c, &buf, buf.count, Int32(MSG_DONTWAIT))
-            if n > 0 { got += buf[0..<n] } else { usleep(100) }
-        }
+        let got = runReading(loop, c, count: body.count, chunk: 4096)
         XCTAssertEqual(s.outputLength, 0)
         XCTAssertEqual(delegate.writable, 1, "told once, when the output drained")
         XCTAssertEqual(got.count, body.count)

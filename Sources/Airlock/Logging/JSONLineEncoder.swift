@@ -43,39 +43,22 @@ struct JSONLineEncoder {
 
     /// An integer in decimal, as `String(describing:)` writes it, without a String.
     mutating func appendInteger<T: BinaryInteger>(_ value: T) {
-        if value < 0 {
-            bytes.append(UInt8(ascii: "-"))
-            appendDecimal(UInt64(value.magnitude))
-        } else {
-            appendDecimal(UInt64(value))
-        }
-    }
-
-    private mutating func appendDecimal(_ value: UInt64) {
-        // Written right to left in a stack buffer (20 digits at most), appended once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buf in
-            var i = buf.count
-            var v = value
-            repeat {
-                i -= 1
-                buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
-                v /= 10
-            } while v > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
-        }
+        withLineWriter(room: 24) { $0.put(integer: value) }
     }
 
     /// Lowercase hexadecimal, as `String(value, radix: 16)` writes it.
     mutating func appendHex(_ value: UInt64) {
-        var shift = 60
-        while shift > 0 && (value >> UInt64(shift)) == 0 { shift -= 4 }
-        while shift >= 0 {
-            bytes.append(Self.hexDigits[Int((value >> UInt64(shift)) & 0xF)])
-            shift -= 4
-        }
+        withLineWriter(room: 16) { $0.put(hex: value) }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// What `write` puts in a `LineWriter` over `room` bytes of the stack, appended once.
+    private mutating func withLineWriter(room: Int, _ write: (inout LineWriter) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: room) { buf in
+            var w = LineWriter(buf)
+            write(&w)
+            bytes.append(contentsOf: w.written)
+        }
+    }
 
     /// A metadata value: strings as strings; Int/Double/Bool held in
     /// `.stringConvertible` as JSON numbers and booleans; dictionaries and
@@ -161,42 +144,7 @@ struct JSONLineEncoder {
     /// What `number.description` writes, without a String when `number` is a whole number of
     /// thousandths below a billion (a duration in milliseconds rounded to microseconds).
     mutating func appendThousandths(_ number: Double) {
-        let scaled = (number * 1000).rounded()
-        guard number.sign == .plus, scaled < 1e12, scaled / 1000 == number else {
-            return appendFloatingPoint(number)
-        }
-        let thousandths = UInt64(scaled)
-        // "<whole>.<fraction>", the fraction without trailing zeros ("0" when whole), as
-        // `description` writes it: below 1e9 it never switches to an exponent. Written right
-        // to left in a stack buffer (9 + 1 + 3 bytes at most), appended once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buf in
-            var i = buf.count
-            var fraction = thousandths % 1000
-            if fraction == 0 {
-                i -= 1
-                buf[i] = UInt8(ascii: "0")
-            } else {
-                var digits = 3
-                while fraction % 10 == 0 {
-                    fraction /= 10
-                    digits -= 1
-                }
-                for _ in 0..<digits {
-                    i -= 1
-                    buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: fraction % 10)
-                    fraction /= 10
-                }
-            }
-            i -= 1
-            buf[i] = UInt8(ascii: ".")
-            var whole = thousandths / 1000
-            repeat {
-                i -= 1
-                buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: whole % 10)
-                whole /= 10
-            } while whole > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i...]))
-        }
+        withLineWriter(room: 40) { $0.put(thousandths: number) }
     }
 
     mutating func appendTimestamp(seconds: time_t, milliseconds: Int) {
