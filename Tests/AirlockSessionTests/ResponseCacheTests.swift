@@ -691,6 +691,33 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(headers.values(name: "cache-status"), ["Airlock; fwd=uri-miss; fwd-status=200", "Airlock; hit; ttl=1000000"])
     }
 
+    /// Every `fwd` value, and every part at once at its widest (the member is written into a
+    /// buffer sized for it: `fieldValue` and `append(to:)` give the same text).
+    func testCacheStatusEveryPartAtItsWidest() {
+        for fwd in CacheStatus.Forward.allCases {
+            XCTAssertEqual(CacheStatus(fwd: fwd).fieldValue, "Airlock; fwd=" + fwd.rawValue)
+        }
+        let detail = String(repeating: "d", count: 300)
+        let widest = CacheStatus(hit: true, fwd: .varyMiss, fwdStatus: .min, ttl: .min, stored: true, collapsed: true, detail: detail)
+        let expected = "Airlock; hit; fwd=vary-miss; fwd-status=\(Int.min); ttl=\(Int64.min); stored; collapsed; detail=" + detail
+        XCTAssertEqual(widest.fieldValue, expected)
+        var headers = HTTPHeaders()
+        widest.append(to: &headers)
+        CacheStatus(fwd: .miss, fwdStatus: 9, ttl: 10).append(to: &headers)
+        XCTAssertEqual(headers.values(name: "cache-status"), [expected, "Airlock; fwd=miss; fwd-status=9; ttl=10"])
+    }
+
+    /// The URL key is written into a String sized beforehand: every port width, default ports left out.
+    func testURLKeyAtEveryPortWidth() {
+        for port: UInt16 in [1, 9, 10, 99, 100, 999, 1000, 8080, 9999, 10000, 65535] {
+            XCTAssertEqual(CacheKey.url(scheme: .http, request: requestHead("GET /p?q=1 HTTP/1.1\r\nHost: H.test:\(port)")),
+                           "http://h.test:\(port)/p?q=1")
+        }
+        XCTAssertEqual(CacheKey.url(scheme: .http, request: requestHead("GET / HTTP/1.1\r\nHost: h.test:443")), "http://h.test:443/")
+        XCTAssertEqual(CacheKey.url(scheme: .https, request: requestHead("GET / HTTP/1.1\r\nHost: h.test:443")), "https://h.test/")
+        XCTAssertEqual(CacheKey.url(scheme: .https, request: requestHead("GET http://[::1]:80/x HTTP/1.1\r\nHost: y")), "http://[::1]/x")
+    }
+
     // MARK: admin
 
     func testListingAndRemoval() throws {
