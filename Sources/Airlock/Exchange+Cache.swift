@@ -10,7 +10,8 @@ final class CacheState {
     let url: String
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
-    /// The fill's request: the client's, with the stored response's validators.
+    /// The fill's request: the client's, with the stored response's validators; nil when the
+    /// client's own goes upstream unchanged (a miss without a conditional of its own).
     var request: RequestHead?
     /// The upstream's head as it came (stored without Airlock's own fields).
     var upstreamHead: ResponseHead?
@@ -56,9 +57,7 @@ extension Exchange {
         case .forward(let fill):
             state.fill = fill
             state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
-            var r = request
-            r.headers = fill.upstreamHeaders(request.headers)
-            state.request = r
+            state.request = fill.upstreamRequest(request)   // nil: the client's head as it is
             return false
         case .wait(let key):
             state.collapsed = true

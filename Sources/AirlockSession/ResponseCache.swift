@@ -83,7 +83,10 @@ public struct ResponseCache {
     }
 
     /// An upstream request the cache takes part in: what to add to it and what to do with its answer.
-    public struct Fill: Sendable, Equatable {
+    /// A class of constants: the exchange holds it from lookup to store, and passing it on is a
+    /// reference, not a copy of its key's strings and its fields (the miss path copied it a
+    /// dozen times). Equal when every property is.
+    public final class Fill: Sendable, Equatable {
         public let key: CacheKey
         /// `If-None-Match` / `If-Modified-Since` of the stored response (empty for a miss).
         public let conditionalFields: [CacheField]
@@ -96,6 +99,37 @@ public struct ResponseCache {
         public let collapses: Bool
         /// A GET whose response may be stored.
         public let stores: Bool
+
+        init(key: CacheKey, conditionalFields: [CacheField], requestTime: Int64, forward: CacheStatus.Forward,
+             revalidates: Bool, collapses: Bool, stores: Bool) {
+            self.key = key
+            self.conditionalFields = conditionalFields
+            self.requestTime = requestTime
+            self.forward = forward
+            self.revalidates = revalidates
+            self.collapses = collapses
+            self.stores = stores
+        }
+
+        public static func == (a: Fill, b: Fill) -> Bool {
+            a.key == b.key && a.conditionalFields == b.conditionalFields && a.requestTime == b.requestTime
+                && a.forward == b.forward && a.revalidates == b.revalidates && a.collapses == b.collapses && a.stores == b.stores
+        }
+
+        /// The request as sent upstream (`upstreamHeaders`), or nil when that is the client's
+        /// own, unchanged (so the caller sends it without a copy).
+        public func upstreamRequest(_ client: RequestHead) -> RequestHead? {
+            guard changesHeaders(client.headers) else { return nil }
+            var out = client
+            out.headers = upstreamHeaders(client.headers)
+            return out
+        }
+
+        private func changesHeaders(_ client: HTTPHeaders) -> Bool {
+            guard stores || !conditionalFields.isEmpty else { return false }
+            return !conditionalFields.isEmpty || client.firstIndex(name: "if-none-match") != nil
+                || client.firstIndex(name: "if-modified-since") != nil
+        }
 
         /// The request head's fields as sent upstream: a fill that may store, or validates a
         /// stored response, drops the client's own `If-None-Match` and `If-Modified-Since` (a

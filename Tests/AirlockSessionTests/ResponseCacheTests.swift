@@ -364,6 +364,30 @@ final class ResponseCacheTests: XCTestCase {
                        "a fill that stores nothing and validates nothing passes the request through")
     }
 
+    /// `upstreamRequest`: nil (the client's head goes as it is, uncopied) exactly when
+    /// `upstreamHeaders` would change nothing; otherwise the client's head with those headers.
+    func testUpstreamRequestIsNilOnlyWhenNothingChanges() throws {
+        var cache = ResponseCache()
+        let plain = get("/a", "Accept: */*")
+        let miss = try XCTUnwrap(forward(cache.lookup(url: url, request: plain, now: t0, joinFill: false)))
+        XCTAssertNil(miss.upstreamRequest(plain), "a miss without the client's own conditional")
+        let conditional = get("/a", "If-Modified-Since: Thu, 26 Nov 2026 08:00:00 GMT")
+        let dropped = try XCTUnwrap(miss.upstreamRequest(conditional))
+        XCTAssertEqual(dropped.headers, miss.upstreamHeaders(conditional.headers))
+        XCTAssertEqual(dropped.headers.values(name: "if-modified-since"), [])
+        XCTAssertEqual(dropped.target, conditional.target)
+        XCTAssertEqual(dropped.method, conditional.method)
+        _ = cache.complete(miss, request: plain, response: ok(date0, "Cache-Control: max-age=10", "ETag: \"v1\""),
+                           body: [1], validated: true, now: t0)
+        let stale = try XCTUnwrap(forward(cache.lookup(url: url, request: plain, now: t0 + 20)))
+        let revalidation = try XCTUnwrap(stale.upstreamRequest(plain), "the stored validator is added")
+        XCTAssertEqual(revalidation.headers.values(name: "if-none-match"), ["\"v1\""])
+        XCTAssertEqual(revalidation.headers, stale.upstreamHeaders(plain.headers))
+        let headClient = request("HEAD", "/b", "If-None-Match: \"x\"")
+        let headMiss = try XCTUnwrap(forward(cache.lookup(url: "http://o.test/b", request: headClient, now: t0)))
+        XCTAssertNil(headMiss.upstreamRequest(headClient), "a fill that stores nothing and validates nothing")
+    }
+
     func testOnlyIfCachedIs504WithoutAFreshStoredResponse() throws {
         var cache = ResponseCache()
         let asking = get("/a", "Cache-Control: only-if-cached")
