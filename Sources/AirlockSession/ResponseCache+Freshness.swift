@@ -76,11 +76,11 @@ extension ResponseCache {
             if let s = cc.sMaxAge { return s }
             if let m = cc.maxAge { return m }
             if let expires {
-                guard expiresCount == 1, let at = response.headers.withValueBytes(at: expires, { HTTPDate.parse($0) }) else { return 0 }
+                guard expiresCount == 1, let at = response.headers.date(at: expires) else { return 0 }
                 return max(0, at - date)
             }
             if let percent = heuristicPercent, heuristicallyCacheable.contains(response.status),
-               let lastModified, let modified = response.headers.withValueBytes(at: lastModified, { HTTPDate.parse($0) }),
+               let lastModified, let modified = response.headers.date(at: lastModified),
                modified < date {
                 return (date - modified) * Int64(percent) / 100
             }
@@ -245,11 +245,11 @@ extension ResponseCache {
     /// own length is written when served) and not `Age` (computed when served).
     static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
         let connection = HopByHop.connectionTokens(headers)
+        var ages: [Int] = []   // almost always none: no allocation
+        headers.forEachField(named: ["age"]) { i, _ in ages.append(i) }
         // Room for the `Content-Length` the store appends.
         return headers.filtered(reserving: 36) { i in
-            // `Age` is no known field: only the others' names are compared.
-            !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection)
-                && (headers.known(at: i) != .other || !headers.nameIs("age", at: i))
+            !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) && !ages.contains(i)
         }
     }
 }

@@ -35,12 +35,13 @@ extension HTTPHeaders {
     /// each compared only with the names of its length (a response's `Expires` and
     /// `Last-Modified` read together, where a search per name walked every field each time).
     public func forEachField(named names: [StaticString], _ body: (_ field: Int, _ name: Int) -> Void) {
-        storage.withUnsafeBytes { all in
-            for i in entries.indices {
-                let e = entries[i]
-                for n in names.indices where names[n].utf8CodeUnitCount == Int(e.nameCount) {
-                    let name = UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)])
-                    if ByteClass.equalsLowercased(name, names[n]) {
+        entries.withUnsafeBufferPointer { fields in
+            storage.withUnsafeBytes { all in
+                guard let base = all.baseAddress else { return }
+                for i in 0..<fields.count {
+                    let e = fields[i]
+                    for n in 0..<names.count where names[n].utf8CodeUnitCount == Int(e.nameCount)
+                        && Self.nameEquals(base + Int(e.nameStart), names[n]) {
                         body(i, n)
                         break
                     }
@@ -49,17 +50,34 @@ extension HTTPHeaders {
         }
     }
 
+    /// Whether the `lowered.utf8CodeUnitCount` bytes at `name` are `lowered`, ignoring ASCII case.
+    @inline(__always)
+    private static func nameEquals(_ name: UnsafeRawPointer, _ lowered: StaticString) -> Bool {
+        let wanted = lowered.utf8Start
+        for k in 0..<lowered.utf8CodeUnitCount where ByteClass.lower(name.load(fromByteOffset: k, as: UInt8.self)) != wanted[k] {
+            return false
+        }
+        return true
+    }
+
+    /// Field `i`'s value read as an HTTP-date (RFC 9110 5.6.7), seconds since the epoch, parsed
+    /// where it lies; nil when it is not one.
+    public func date(at i: Int) -> Int64? {
+        withValueBytes(at: i) { HTTPDate.parse($0) }
+    }
+
     /// Index of the first field named `lowered` (all lower-case), ignoring ASCII case: `firstIndex(name:)`
     /// for a name known when compiling, compared only with names of its length.
     public func firstIndex(lowercased lowered: StaticString) -> Int? {
-        storage.withUnsafeBytes { all in
-            for i in entries.indices where Int(entries[i].nameCount) == lowered.utf8CodeUnitCount {
-                let e = entries[i]
-                if ByteClass.equalsLowercased(UnsafeRawBufferPointer(rebasing: all[Int(e.nameStart)..<Int(e.nameStart + e.nameCount)]), lowered) {
+        entries.withUnsafeBufferPointer { fields in
+            storage.withUnsafeBytes { all in
+                guard let base = all.baseAddress else { return nil }
+                for i in 0..<fields.count where Int(fields[i].nameCount) == lowered.utf8CodeUnitCount
+                    && Self.nameEquals(base + Int(fields[i].nameStart), lowered) {
                     return i
                 }
+                return nil
             }
-            return nil
         }
     }
 

@@ -731,6 +731,26 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(headers.values(name: "cache-status"), [expected, "Airlock; fwd=miss; fwd-status=9; ttl=10"])
     }
 
+    /// Keys hash their URL and variant bytes: equal keys hash alike, and keys that differ in
+    /// the URL, the variant, or only in where one ends and the other starts, hash apart.
+    func testCacheKeysHashByURLAndVariant() {
+        var hashes: Set<Int> = []
+        var keys: Set<CacheKey> = []
+        for u in 0..<50 {
+            for v in ["", "accept-encoding=gzip", "accept-encoding=br", "accept-encoding\u{1}", "a\u{0}b=c"] {
+                let key = CacheKey(url: "http://o.test/\(u)", variant: v)
+                XCTAssertEqual(key, CacheKey(url: "http://o.test/\(u)", variant: v))
+                XCTAssertEqual(key.hashValue, CacheKey(url: "http://o.test/\(u)", variant: v).hashValue)
+                hashes.insert(key.hashValue)
+                keys.insert(key)
+            }
+        }
+        XCTAssertEqual(hashes.count, 250)
+        XCTAssertEqual(keys.count, 250)
+        XCTAssertNotEqual(CacheKey(url: "http://o.test/ab", variant: "c").hashValue, CacheKey(url: "http://o.test/a", variant: "bc").hashValue)
+        XCTAssertNotEqual(CacheKey(url: "http://o.test/ab", variant: "c"), CacheKey(url: "http://o.test/a", variant: "bc"))
+    }
+
     /// The URL key is written into a String sized beforehand: every port width, default ports left out.
     func testURLKeyAtEveryPortWidth() {
         for port: UInt16 in [1, 9, 10, 99, 100, 999, 1000, 8080, 9999, 10000, 65535] {
