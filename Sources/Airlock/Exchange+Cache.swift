@@ -119,13 +119,14 @@ extension Exchange {
     /// The store decision, once the response body is whole (relayed, or delivered after the
     /// route's validators): stored if `ResponseCache` allows it and the validators passed it.
     func cacheResponseEnded() {
-        guard let state = cache, let fill = state.fill else { return }
-        state.fill = nil
+        // Moved out of the state (take, swap): no copies of the head and body to release again.
+        guard let state = cache, let fill = state.fill.take() else { return }
         var stored = false
-        if state.teeing, let head = state.upstreamHead {
+        if state.teeing, let head = state.upstreamHead.take() {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
-            let body = state.body
+            var body: [UInt8] = []
+            swap(&body, &state.body)
             let done = worker.withCache(routeRef) {
                 // Teeing: the response cache filter found no field refusal.
                 $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now, fieldsChecked: true)

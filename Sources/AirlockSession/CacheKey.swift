@@ -14,25 +14,13 @@ public struct CacheKey: Sendable, Hashable {
     public init(url: String, variant: String = "") {
         self.url = url
         self.variant = variant
-        self.hash = Self.hash(url, variant)
+        var hasher = Hasher()
+        hasher.combine(url)
+        hasher.combine(variant)
+        self.hash = hasher.finalize()
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-
-    /// The URL's and the variant's UTF-8 bytes hashed as bytes (a String's own hashing walks it
-    /// as Unicode, several times the cost). `==` asks for equal hashes first, so it stays
-    /// consistent with this hash (keys come from the same builders: equal keys are equal bytes).
-    private static func hash(_ url: String, _ variant: String) -> Int {
-        var hasher = Hasher()
-        var url = url
-        url.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        hasher.combine(url.utf8.count)   // where the URL ends and the variant starts
-        if !variant.isEmpty {
-            var variant = variant
-            variant.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        }
-        return hasher.finalize()
-    }
 
     public static func == (a: CacheKey, b: CacheKey) -> Bool {
         a.hash == b.hash && a.url == b.url && a.variant == b.variant

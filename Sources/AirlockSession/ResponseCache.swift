@@ -255,14 +255,28 @@ public struct ResponseCache {
 
     private mutating func claim(_ key: CacheKey, forward: CacheStatus.Forward, revalidates: Bool, conditional: [CacheField],
                                 now: Int64, stores: Bool, collapses: Bool, mayWait: Bool) -> Lookup {
-        if mayWait, let waiting = fills[key] {
+        assert(!collapses || mayWait, "a fill that collapses can be waited on")
+        if collapses {
+            // One hash and probe: the key's fill counted one more waiter, or registered (0 waiters).
+            // (A fill that collapses may always be waited on: `collapses` implies `mayWait`.)
+            if Self.joinOrRegister(&fills[key, default: -1]) {
+                counters.collapsed += 1
+                return .wait(key)
+            }
+        } else if mayWait, let waiting = fills[key] {
             fills[key] = waiting + 1
             counters.collapsed += 1
             return .wait(key)
         }
-        if collapses { fills[key] = 0 }
         return .forward(Fill(key: key, conditionalFields: conditional, requestTime: now, forward: forward,
                              revalidates: revalidates, collapses: collapses, stores: stores))
+    }
+
+    /// `waiters` of a key's fill (-1: none in flight, just inserted): one more waiter and true,
+    /// or the fill registered with none and false.
+    private static func joinOrRegister(_ waiters: inout Int) -> Bool {
+        waiters += 1
+        return waiters > 0
     }
 
     /// The head as served: `Age` and `Content-Length` written afresh.
