@@ -35,10 +35,16 @@ extension HTTPHeaders {
     /// each compared only with the names of its length (a response's `Expires` and
     /// `Last-Modified` read together, where a search per name walked every field each time).
     public func forEachField(named names: [StaticString], _ body: (_ field: Int, _ name: Int) -> Void) {
+        // The names' lengths as bits (all below 64): most fields are passed over on one test.
+        var lengths: UInt64 = 0
+        for name in names {
+            precondition(name.utf8CodeUnitCount < 64, "forEachField(named:) takes names shorter than 64 bytes")
+            lengths |= 1 << UInt64(name.utf8CodeUnitCount)
+        }
         entries.withUnsafeBufferPointer { fields in
             storage.withUnsafeBytes { all in
                 guard let base = all.baseAddress else { return }
-                for i in 0..<fields.count {
+                for i in 0..<fields.count where fields[i].nameCount < 64 && lengths & (1 << UInt64(fields[i].nameCount)) != 0 {
                     let e = fields[i]
                     for n in 0..<names.count where names[n].utf8CodeUnitCount == Int(e.nameCount)
                         && Self.nameEquals(base + Int(e.nameStart), names[n]) {
