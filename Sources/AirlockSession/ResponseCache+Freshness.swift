@@ -8,6 +8,14 @@ extension ResponseCache {
     /// cacheable"), though with no heuristic configured they are stored only to be revalidated.
     public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
+    /// `heuristicallyCacheable.contains(status)` without hashing (every store asks, twice).
+    public static func isHeuristicallyCacheable(_ status: Int) -> Bool {
+        switch status {
+        case 200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501: true
+        default: false
+        }
+    }
+
     /// Why a response is not stored; nil when a shared cache may store it. The rules, in order:
     /// - GET only: a HEAD response has no body to serve a later GET (a HEAD is served from a
     ///   stored GET instead); other methods are not cached.
@@ -36,7 +44,7 @@ extension ResponseCache {
         let rcc = facts.control
         if checkFields, let refusal = fieldRefusal(request: request, response: response, responseControl: rcc) { return refusal }
         let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || facts.hasExpires
-        guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
+        guard explicit || rcc.isPublic || isHeuristicallyCacheable(response.status) else { return .status }
         if facts.lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
         return nil
     }
@@ -79,7 +87,7 @@ extension ResponseCache {
                 guard expiresCount == 1, let at = response.headers.date(at: expires) else { return 0 }
                 return max(0, at - date)
             }
-            if let percent = heuristicPercent, heuristicallyCacheable.contains(response.status),
+            if let percent = heuristicPercent, isHeuristicallyCacheable(response.status),
                let lastModified, let modified = response.headers.date(at: lastModified),
                modified < date {
                 return (date - modified) * Int64(percent) / 100

@@ -731,8 +731,15 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(headers.values(name: "cache-status"), [expected, "Airlock; fwd=miss; fwd-status=9; ttl=10"])
     }
 
-    /// Keys hash their URL and variant bytes: equal keys hash alike, and keys that differ in
-    /// the URL, the variant, or only in where one ends and the other starts, hash apart.
+    /// The switch the store asks agrees with the published set on every status.
+    func testHeuristicallyCacheableSwitchAgreesWithTheSet() {
+        for status in 0...1000 {
+            XCTAssertEqual(ResponseCache.isHeuristicallyCacheable(status), ResponseCache.heuristicallyCacheable.contains(status), "\(status)")
+        }
+    }
+
+    /// Equal keys hash alike, and keys that differ in the URL, the variant, or only in where
+    /// one ends and the other starts, hash apart.
     func testCacheKeysHashByURLAndVariant() {
         var hashes: Set<Int> = []
         var keys: Set<CacheKey> = []
