@@ -47,14 +47,16 @@ public struct CacheKey: Sendable, Hashable {
         let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
         // One allocation: the URL written into the String's own storage.
         return TextBuilder.string(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
-            out.append(scheme.rawValue)
-            out.append("://")
-            out.append(host)
+            switch scheme {
+            case .http: out.append("http://")
+            case .https: out.append("https://")
+            }
+            out.append(string: host)
             if let port, port != scheme.defaultPort {
                 out.append(":")
                 out.append(decimal: port)
             }
-            out.append(path)
+            out.append(string: path)
         }
     }
 

@@ -77,7 +77,7 @@ public struct CacheStatus: Sendable, Equatable {
         if collapsed { out.append("; collapsed") }
         if let detail {
             out.append("; detail=")
-            out.append(detail)
+            out.append(string: detail)
         }
     }
 }

@@ -37,7 +37,9 @@ struct TextBuilder {
         count += n
     }
 
-    mutating func append(_ text: String) {
+    /// A String's UTF-8 (labelled, so that a literal is always the `StaticString` one, written
+    /// without a String).
+    mutating func append(string text: String) {
         var text = text   // withUTF8: in place for a native string, copied to the stack for a small one
         text.withUTF8 { u in if let p = u.baseAddress { append(p, u.count) } }
     }
