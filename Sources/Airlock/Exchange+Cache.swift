@@ -57,7 +57,12 @@ extension Exchange {
         case .forward(let fill):
             state.fill = fill
             state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
-            state.request = fill.upstreamRequest(request)   // nil: the client's head as it is
+            // nil: the client's head goes as it is (left nil when it is: no old value to destroy).
+            if let changed = fill.upstreamRequest(request) {
+                state.request = changed
+            } else if state.request != nil {
+                state.request = nil
+            }
             return false
         case .wait(let key):
             state.collapsed = true

@@ -35,6 +35,7 @@ public struct CacheStatus: Sendable, Equatable {
     /// A short token: why a response was not stored.
     public var detail: String?
 
+    @inlinable
     public init(hit: Bool = false, fwd: Forward? = nil, fwdStatus: Int? = nil, ttl: Int64? = nil,
                 stored: Bool = false, collapsed: Bool = false, detail: String? = nil) {
         self.hit = hit

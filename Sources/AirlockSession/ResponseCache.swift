@@ -344,16 +344,18 @@ public struct ResponseCache {
         }
         head.declaredFraming = response.status == 204 ? .none : .length(UInt64(body.count))
         head.keepAlive = true
+        // What is read of the head is read first: its last use is the entry, which it can move into.
+        let notModified = Self.notModified(request: request, stored: head)
+        let bytes = Self.cost(key: key, head: head, body: body)
         put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
                        initialAge: Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now),
                        lifetime: facts.lifetime,
                        alwaysRevalidate: facts.control.noCache,
-                       bytes: Self.cost(key: key, head: head, body: body)))
+                       bytes: bytes))
         counters.stores += 1
         status.stored = true
         purgeIfNeeded()
-        return Completion(outcome: .stored, status: status, waiters: waiters,
-                          notModified: Self.notModified(request: request, stored: head))
+        return Completion(outcome: .stored, status: status, waiters: waiters, notModified: notModified)
     }
 
     /// The fill's upstream request failed (no usable response): its waiters go upstream themselves.
