@@ -75,10 +75,15 @@ extension HTTPHeaders {
     /// Index of the first field named `lowered` (all lower-case), ignoring ASCII case: `firstIndex(name:)`
     /// for a name known when compiling, compared only with names of its length.
     public func firstIndex(lowercased lowered: StaticString) -> Int? {
+        firstIndex(lowercased: lowered, from: 0)
+    }
+
+    /// `firstIndex(lowercased:)` among the fields from `start` on.
+    private func firstIndex(lowercased lowered: StaticString, from start: Int) -> Int? {
         entries.withUnsafeBufferPointer { fields in
             storage.withUnsafeBytes { all in
-                guard let base = all.baseAddress else { return nil }
-                for i in 0..<fields.count where Int(fields[i].nameCount) == lowered.utf8CodeUnitCount
+                guard let base = all.baseAddress, start < fields.count else { return nil }
+                for i in start..<fields.count where Int(fields[i].nameCount) == lowered.utf8CodeUnitCount
                     && Self.nameEquals(base + Int(fields[i].nameStart), lowered) {
                     return i
                 }
@@ -92,8 +97,8 @@ extension HTTPHeaders {
     /// String at all when there is none).
     public func firstListElement(name: StaticString) -> String? {
         var found: String?
-        forEachField(named: [name]) { i, _ in
-            guard found == nil else { return }
+        var next = 0
+        while found == nil, let i = firstIndex(lowercased: name, from: next) {
             withValueBytes(at: i) { value in
                 _ = ByteClass.forEachListElement(value) { element in
                     guard !element.isEmpty else { return true }
@@ -101,6 +106,7 @@ extension HTTPHeaders {
                     return false
                 }
             }
+            next = i + 1
         }
         return found
     }
