@@ -10,7 +10,8 @@ final class CacheState {
     let url: String
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
-    /// The fill's request: the client's, with the stored response's validators.
+    /// The fill's request: the client's, with the stored response's validators; nil when the
+    /// client's own goes upstream unchanged (a miss without a conditional of its own).
     var request: RequestHead?
     /// The upstream's head as it came (stored without Airlock's own fields).
     var upstreamHead: ResponseHead?
@@ -56,9 +57,12 @@ extension Exchange {
         case .forward(let fill):
             state.fill = fill
             state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
-            var r = request
-            r.headers = fill.upstreamHeaders(request.headers)
-            state.request = r
+            // nil: the client's head goes as it is (left nil when it is: no old value to destroy).
+            if let changed = fill.upstreamRequest(request) {
+                state.request = changed
+            } else if state.request != nil {
+                state.request = nil
+            }
             return false
         case .wait(let key):
             state.collapsed = true
@@ -120,13 +124,14 @@ extension Exchange {
     /// The store decision, once the response body is whole (relayed, or delivered after the
     /// route's validators): stored if `ResponseCache` allows it and the validators passed it.
     func cacheResponseEnded() {
-        guard let state = cache, let fill = state.fill else { return }
-        state.fill = nil
+        // Moved out of the state (take, swap): no copies of the head and body to release again.
+        guard let state = cache, let fill = state.fill.take() else { return }
         var stored = false
-        if state.teeing, let head = state.upstreamHead {
+        if state.teeing, let head = state.upstreamHead.take() {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
-            let body = state.body
+            var body: [UInt8] = []
+            swap(&body, &state.body)
             let done = worker.withCache(routeRef) {
                 // Teeing: the response cache filter found no field refusal.
                 $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now, fieldsChecked: true)

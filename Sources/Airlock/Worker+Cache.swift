@@ -14,7 +14,9 @@ extension Worker {
     /// what the cache's counters gained to the route's metrics.
     func withCache<R>(_ route: Route, _ body: (inout ResponseCache) -> R) -> R {
         let name = route.config.name
-        let i = caches.index(forKey: name) ?? makeCache(route)
+        // A worker usually holds one route's cache: compared by name, not hashed (twice a miss).
+        let i = caches.count == 1 && caches.keys[caches.startIndex] == name
+            ? caches.startIndex : caches.index(forKey: name) ?? makeCache(route)
         return Self.counted(&caches.values[i], body)   // in place: the cache is never copied
     }
 
@@ -46,7 +48,8 @@ extension Worker {
 
     /// The fill of `key` ended: its waiters go on, each on a later loop turn.
     func fillEnded(_ key: CacheKey, stored: Bool) {
-        guard let waiting = cacheWaiters.removeValue(forKey: key) else { return }
+        // Nobody waiting on any fill (the usual case): no hashing of the key.
+        guard !cacheWaiters.isEmpty, let waiting = cacheWaiters.removeValue(forKey: key) else { return }
         let first = cacheWakeups.isEmpty
         cacheWakeups += waiting.map { ($0, stored) }
         if first { loop.execute { [self] in self.wakeFillWaiters() } }

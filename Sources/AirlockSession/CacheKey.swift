@@ -41,17 +41,23 @@ public struct CacheKey: Sendable, Hashable {
     }
 
     static func absolute(scheme: Scheme, host: String, port: UInt16?, path: String) -> String {
-        var out = TextBuilder(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + 6 + path.utf8.count)
-        out.append(scheme.rawValue)
-        out.append("://")
         // Lower-cased only when it has upper-case letters (lowercased() always makes a new string).
-        out.append(host.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } ? host.lowercased() : host)
-        if let port, port != scheme.defaultPort {
-            out.append(":")
-            out.append(decimal: port)
+        var host = host
+        if host.withUTF8({ $0.contains { $0 >= 0x41 && $0 <= 0x5A } }) { host = host.lowercased() }
+        let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
+        // One allocation: the URL written into the String's own storage.
+        return TextBuilder.string(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
+            switch scheme {
+            case .http: out.append("http://")
+            case .https: out.append("https://")
+            }
+            out.append(string: host)
+            if let port, port != scheme.defaultPort {
+                out.append(":")
+                out.append(decimal: port)
+            }
+            out.append(string: path)
         }
-        out.append(path)
-        return out.text
     }
 
     /// The `scheme://host[:port]` part of a URL built by `url(scheme:request:)`.

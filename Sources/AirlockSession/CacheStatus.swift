@@ -9,10 +9,10 @@ public import AirlockWire
 ///     Airlock; fwd=uri-miss; detail=set-cookie
 public struct CacheStatus: Sendable, Equatable {
     /// The cache's name in the field.
-    public static let cacheName = "Airlock"
+    public static let cacheName: StaticString = "Airlock"
 
     /// RFC 9211 2.2's `fwd` values Airlock uses.
-    public enum Forward: String, Sendable, Equatable {
+    public enum Forward: String, Sendable, Equatable, CaseIterable {
         case bypass = "bypass"        // the cache takes no part (a Range request)
         case method = "method"        // the method is not GET or HEAD
         case uriMiss = "uri-miss"     // nothing stored for the URL
@@ -35,6 +35,7 @@ public struct CacheStatus: Sendable, Equatable {
     /// A short token: why a response was not stored.
     public var detail: String?
 
+    @inlinable
     public init(hit: Bool = false, fwd: Forward? = nil, fwdStatus: Int? = nil, ttl: Int64? = nil,
                 stored: Bool = false, collapsed: Bool = false, detail: String? = nil) {
         self.hit = hit
@@ -47,21 +48,23 @@ public struct CacheStatus: Sendable, Equatable {
     }
 
     /// The list member, parameters in RFC 9211's order.
-    public var fieldValue: String { member.text }
+    public var fieldValue: String { TextBuilder.string(capacity: capacity) { write(&$0) } }
 
-    /// Appends `Cache-Status: <fieldValue>` to `headers`, the value's bytes written as built
-    /// (no String made for it: every cached exchange's response carries one).
+    /// Appends `Cache-Status: <fieldValue>` to `headers`, the value's bytes written on the stack
+    /// (no String or array made for it: every cached exchange's response carries one).
     public func append(to headers: inout HTTPHeaders) {
-        member.withBytes { headers.append(name: "Cache-Status", valueBytes: $0) }
+        TextBuilder.withBytes(capacity: capacity, { write(&$0) }) { headers.append(name: "Cache-Status", valueBytes: $0) }
     }
 
-    private var member: TextBuilder {
-        var out = TextBuilder(capacity: 96)
+    /// Room for the longest member: every part, a 20-digit `ttl` and `fwd-status`, the detail.
+    private var capacity: Int { 128 + (detail?.utf8.count ?? 0) }
+
+    private func write(_ out: inout TextBuilder) {
         out.append(Self.cacheName)
         if hit { out.append("; hit") }
         if let fwd {
             out.append("; fwd=")
-            out.append(fwd.rawValue)
+            out.append(fwd.text)
         }
         if let fwdStatus {
             out.append("; fwd-status=")
@@ -75,8 +78,22 @@ public struct CacheStatus: Sendable, Equatable {
         if collapsed { out.append("; collapsed") }
         if let detail {
             out.append("; detail=")
-            out.append(detail)
+            out.append(string: detail)
         }
-        return out
+    }
+}
+
+extension CacheStatus.Forward {
+    /// `rawValue` as static text (written without a String).
+    var text: StaticString {
+        switch self {
+        case .bypass: "bypass"
+        case .method: "method"
+        case .uriMiss: "uri-miss"
+        case .varyMiss: "vary-miss"
+        case .miss: "miss"
+        case .request: "request"
+        case .stale: "stale"
+        }
     }
 }

@@ -8,6 +8,14 @@ extension ResponseCache {
     /// cacheable"), though with no heuristic configured they are stored only to be revalidated.
     public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
+    /// `heuristicallyCacheable.contains(status)` without hashing (every store asks, twice).
+    public static func isHeuristicallyCacheable(_ status: Int) -> Bool {
+        switch status {
+        case 200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501: true
+        default: false
+        }
+    }
+
     /// Why a response is not stored; nil when a shared cache may store it. The rules, in order:
     /// - GET only: a HEAD response has no body to serve a later GET (a HEAD is served from a
     ///   stored GET instead); other methods are not cached.
@@ -36,7 +44,7 @@ extension ResponseCache {
         let rcc = facts.control
         if checkFields, let refusal = fieldRefusal(request: request, response: response, responseControl: rcc) { return refusal }
         let explicit = rcc.sMaxAge != nil || rcc.maxAge != nil || facts.hasExpires
-        guard explicit || rcc.isPublic || heuristicallyCacheable.contains(response.status) else { return .status }
+        guard explicit || rcc.isPublic || isHeuristicallyCacheable(response.status) else { return .status }
         if facts.lifetime == 0, !hasValidator(response.headers) { return .noFreshness }
         return nil
     }
@@ -54,27 +62,34 @@ extension ResponseCache {
             let headers = response.headers
             control = CacheControl(headers)
             date = dateValue(headers, responseTime: responseTime)
+            // The last `Expires` (and how many) and the first `Last-Modified`, in one pass.
             var expires: Int?
             var expiresCount = 0
-            for i in 0..<headers.count where headers.nameIs("expires", at: i) {
-                expiresCount += 1
-                expires = i
+            var lastModified: Int?
+            headers.forEachField(named: ["expires", "last-modified"]) { i, name in
+                if name == 0 {
+                    expiresCount += 1
+                    expires = i
+                } else if lastModified == nil {
+                    lastModified = i
+                }
             }
             hasExpires = expiresCount > 0
             lifetime = Self.lifetime(response, control: control, date: date, expires: expires, expiresCount: expiresCount,
-                                     heuristicPercent: heuristicPercent)
+                                     lastModified: lastModified, heuristicPercent: heuristicPercent)
         }
 
         private static func lifetime(_ response: ResponseHead, control cc: CacheControl, date: Int64, expires: Int?,
-                                     expiresCount: Int, heuristicPercent: Int?) -> Int64 {
+                                     expiresCount: Int, lastModified: Int?, heuristicPercent: Int?) -> Int64 {
             if let s = cc.sMaxAge { return s }
             if let m = cc.maxAge { return m }
             if let expires {
-                guard expiresCount == 1, let at = response.headers.withValueBytes(at: expires, { HTTPDate.parse($0) }) else { return 0 }
+                guard expiresCount == 1, let at = response.headers.date(at: expires) else { return 0 }
                 return max(0, at - date)
             }
-            if let percent = heuristicPercent, heuristicallyCacheable.contains(response.status),
-               let modified = response.headers.firstDate(name: "last-modified"), modified < date {
+            if let percent = heuristicPercent, isHeuristicallyCacheable(response.status),
+               let lastModified, let modified = response.headers.date(at: lastModified),
+               modified < date {
                 return (date - modified) * Int64(percent) / 100
             }
             return 0
@@ -94,11 +109,15 @@ extension ResponseCache {
         let qcc = CacheControl(request.headers)
         if rcc.noStore || qcc.noStore { return .noStore }
         if rcc.isPrivate { return .private }
-        if request.headers.firstIndex(name: "authorization") != nil, !(rcc.isPublic || rcc.sMaxAge != nil || rcc.mustRevalidate) {
+        if !(rcc.isPublic || rcc.sMaxAge != nil || rcc.mustRevalidate), request.headers.firstIndex(lowercased: "authorization") != nil {
             return .authorization
         }
-        if response.headers.firstIndex(name: "set-cookie") != nil { return .setCookie }
-        if response.headers.firstIndex(name: "vary") != nil, response.headers.listElements(name: "vary").contains("*") {
+        var setCookie = false, vary = false
+        response.headers.forEachField(named: ["set-cookie", "vary"]) { _, name in
+            if name == 0 { setCookie = true } else { vary = true }
+        }
+        if setCookie { return .setCookie }
+        if vary, response.headers.listElements(name: "vary").contains("*") {
             return .varyStar
         }
         return nil
@@ -142,14 +161,14 @@ extension ResponseCache {
     }
 
     static func ageValue(_ headers: HTTPHeaders) -> Int64 {
-        guard let first = headers.listElements(name: "age").first, !first.isEmpty,
+        guard let first = headers.firstListElement(name: "age"), !first.isEmpty,
               first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else { return 0 }
         return CacheControl.delta(first)
     }
 
     static func hasValidator(_ headers: HTTPHeaders) -> Bool {
-        headers.firstIndex(name: "etag") != nil || headers.firstIndex(name: "last-modified") != nil
+        headers.firstIndex(lowercased: "etag") != nil || headers.firstIndex(lowercased: "last-modified") != nil
     }
 
     /// The fields of a conditional request validating a stored response (4.3.1): its entity tag
@@ -167,6 +186,9 @@ extension ResponseCache {
     /// without one, its `Date`) is not later. An invalid condition is ignored.
     public static func notModified(request: RequestHead, stored: ResponseHead) -> Bool {
         guard request.method == .get || request.method == .head else { return false }
+        var conditional = false   // most requests have neither condition: one pass to say so
+        request.headers.forEachField(named: ["if-none-match", "if-modified-since"]) { _, _ in conditional = true }
+        guard conditional else { return false }
         let inm = request.headers.values(name: "if-none-match")
         if !inm.isEmpty {
             switch EntityTag.condition(inm.joined(separator: ", ")) {
@@ -231,9 +253,11 @@ extension ResponseCache {
     /// own length is written when served) and not `Age` (computed when served).
     static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
         let connection = HopByHop.connectionTokens(headers)
+        var ages: [Int] = []   // almost always none: no allocation
+        headers.forEachField(named: ["age"]) { i, _ in ages.append(i) }
         // Room for the `Content-Length` the store appends.
         return headers.filtered(reserving: 36) { i in
-            !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) && !headers.nameIs("age", at: i)
+            !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) && !ages.contains(i)
         }
     }
 }

@@ -83,7 +83,10 @@ public struct ResponseCache {
     }
 
     /// An upstream request the cache takes part in: what to add to it and what to do with its answer.
-    public struct Fill: Sendable, Equatable {
+    /// A class of constants: the exchange holds it from lookup to store, and passing it on is a
+    /// reference, not a copy of its key's strings and its fields (the miss path copied it a
+    /// dozen times). Equal when every property is.
+    public final class Fill: Sendable, Equatable {
         public let key: CacheKey
         /// `If-None-Match` / `If-Modified-Since` of the stored response (empty for a miss).
         public let conditionalFields: [CacheField]
@@ -96,6 +99,37 @@ public struct ResponseCache {
         public let collapses: Bool
         /// A GET whose response may be stored.
         public let stores: Bool
+
+        init(key: CacheKey, conditionalFields: [CacheField], requestTime: Int64, forward: CacheStatus.Forward,
+             revalidates: Bool, collapses: Bool, stores: Bool) {
+            self.key = key
+            self.conditionalFields = conditionalFields
+            self.requestTime = requestTime
+            self.forward = forward
+            self.revalidates = revalidates
+            self.collapses = collapses
+            self.stores = stores
+        }
+
+        public static func == (a: Fill, b: Fill) -> Bool {
+            a.key == b.key && a.conditionalFields == b.conditionalFields && a.requestTime == b.requestTime
+                && a.forward == b.forward && a.revalidates == b.revalidates && a.collapses == b.collapses && a.stores == b.stores
+        }
+
+        /// The request as sent upstream (`upstreamHeaders`), or nil when that is the client's
+        /// own, unchanged (so the caller sends it without a copy).
+        public func upstreamRequest(_ client: RequestHead) -> RequestHead? {
+            guard changesHeaders(client.headers) else { return nil }
+            var out = client
+            out.headers = upstreamHeaders(client.headers)
+            return out
+        }
+
+        private func changesHeaders(_ client: HTTPHeaders) -> Bool {
+            guard stores || !conditionalFields.isEmpty else { return false }
+            return !conditionalFields.isEmpty || client.firstIndex(lowercased: "if-none-match") != nil
+                || client.firstIndex(lowercased: "if-modified-since") != nil
+        }
 
         /// The request head's fields as sent upstream: a fill that may store, or validates a
         /// stored response, drops the client's own `If-None-Match` and `If-Modified-Since` (a
@@ -181,7 +215,7 @@ public struct ResponseCache {
     /// request released by a fill that stored nothing: it goes upstream on its own.
     public mutating func lookup(url: String, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
         guard request.method == .get || request.method == .head else { return .bypass(CacheStatus(fwd: .method)) }
-        guard request.headers.firstIndex(name: "range") == nil else { return .bypass(CacheStatus(fwd: .bypass)) }
+        guard request.headers.firstIndex(lowercased: "range") == nil else { return .bypass(CacheStatus(fwd: .bypass)) }
         let base = CacheKey(url: url)
         let names = urls.isEmpty ? nil : urls[base]?.vary
         let key = names.map { CacheKey(url: url, variant: CacheKey.variant(names: $0, request: request)) } ?? base
@@ -221,14 +255,28 @@ public struct ResponseCache {
 
     private mutating func claim(_ key: CacheKey, forward: CacheStatus.Forward, revalidates: Bool, conditional: [CacheField],
                                 now: Int64, stores: Bool, collapses: Bool, mayWait: Bool) -> Lookup {
-        if mayWait, let waiting = fills[key] {
+        assert(!collapses || mayWait, "a fill that collapses can be waited on")
+        if collapses {
+            // One hash and probe: the key's fill counted one more waiter, or registered (0 waiters).
+            // (A fill that collapses may always be waited on: `collapses` implies `mayWait`.)
+            if Self.joinOrRegister(&fills[key, default: -1]) {
+                counters.collapsed += 1
+                return .wait(key)
+            }
+        } else if mayWait, let waiting = fills[key] {
             fills[key] = waiting + 1
             counters.collapsed += 1
             return .wait(key)
         }
-        if collapses { fills[key] = 0 }
         return .forward(Fill(key: key, conditionalFields: conditional, requestTime: now, forward: forward,
                              revalidates: revalidates, collapses: collapses, stores: stores))
+    }
+
+    /// `waiters` of a key's fill (-1: none in flight, just inserted): one more waiter and true,
+    /// or the fill registered with none and false.
+    private static func joinOrRegister(_ waiters: inout Int) -> Bool {
+        waiters += 1
+        return waiters > 0
     }
 
     /// The head as served: `Age` and `Content-Length` written afresh.
@@ -277,7 +325,7 @@ public struct ResponseCache {
         var head = response
         head.headers = Self.storableFields(response.headers)
         if response.status != 204 { head.headers.append(.contentLength, decimal: body.count) }
-        let names = response.headers.firstIndex(name: "vary") == nil ? [] : response.headers.listElements(name: "vary").map { $0.lowercased() }
+        let names = response.headers.firstIndex(lowercased: "vary") == nil ? [] : response.headers.listElements(name: "vary").map { $0.lowercased() }
         let base = fill.key.variant.isEmpty ? fill.key : CacheKey(url: fill.key.url)
         let key = names.isEmpty ? base : CacheKey(url: base.url, variant: CacheKey.variant(names: names, request: request))
         // The response's facts, read once: the rules, the entry's lifetime and its age use them.
@@ -296,16 +344,18 @@ public struct ResponseCache {
         }
         head.declaredFraming = response.status == 204 ? .none : .length(UInt64(body.count))
         head.keepAlive = true
+        // What is read of the head is read first: its last use is the entry, which it can move into.
+        let notModified = Self.notModified(request: request, stored: head)
+        let bytes = Self.cost(key: key, head: head, body: body)
         put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
                        initialAge: Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now),
                        lifetime: facts.lifetime,
                        alwaysRevalidate: facts.control.noCache,
-                       bytes: Self.cost(key: key, head: head, body: body)))
+                       bytes: bytes))
         counters.stores += 1
         status.stored = true
         purgeIfNeeded()
-        return Completion(outcome: .stored, status: status, waiters: waiters,
-                          notModified: Self.notModified(request: request, stored: head))
+        return Completion(outcome: .stored, status: status, waiters: waiters, notModified: notModified)
     }
 
     /// The fill's upstream request failed (no usable response): its waiters go upstream themselves.

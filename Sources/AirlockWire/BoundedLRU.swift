@@ -65,17 +65,27 @@ public struct BoundedLRU<Key: Hashable, Value> {
     @discardableResult
     @inlinable
     public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
-        if let i = index[key] {
+        // One hash and probe of `key`: its slot, or the slot the insert takes (the next free
+        // one, as `allocate` takes it), claimed in place.
+        let vacant = free.last ?? keys.count
+        let i = Self.claim(&index[key, default: -1], vacant)
+        if i != vacant {
             touch(i)
             let old = values[i]
             values[i] = value
             return old
         }
-        precondition(index.count < capacity, "BoundedLRU.updateValue past capacity")
-        let i = allocate(key, value)
-        index[key] = i
+        precondition(index.count <= capacity, "BoundedLRU.updateValue past capacity")
+        _ = allocate(key, value)
         pushFront(i)
         return nil
+    }
+
+    /// `slot` (-1 when just inserted) set to `vacant` if it was; its value.
+    @inlinable
+    static func claim(_ slot: inout Int, _ vacant: Int) -> Int {
+        if slot < 0 { slot = vacant }
+        return slot
     }
 
     /// Forgets `key` (its slot is reused by the next insert); returns its value, nil when absent.

@@ -189,14 +189,20 @@ public struct HTTPHeaders: Sendable, Equatable {
     mutating func append(nameBytes: UnsafeRawBufferPointer, valueBytes: UnsafeRawBufferPointer, known: KnownField) {
         precondition(storage.count + nameBytes.count + valueBytes.count < Int(UInt32.max), "HTTPHeaders storage overflow")
         let nameStart = UInt32(storage.count)
-        storage.append(contentsOf: nameBytes)
+        storage.append(contentsOf: Self.typed(nameBytes))
         let valueStart = UInt32(storage.count)
-        storage.append(contentsOf: valueBytes)
+        storage.append(contentsOf: Self.typed(valueBytes))
         entries.append(Entry(
             nameStart: nameStart, nameCount: UInt32(nameBytes.count),
             valueStart: valueStart, valueCount: UInt32(valueBytes.count),
             known: known
         ))
+    }
+
+    /// Bytes as `UInt8`s: an array appends those with one copy (a raw buffer, byte by byte).
+    @inline(__always)
+    private static func typed(_ bytes: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
     }
 
     /// Empties these headers and starts them over from a copy of a parsed field block (one

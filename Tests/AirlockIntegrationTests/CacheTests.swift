@@ -272,4 +272,54 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual(metrics.value("airlock_cache_misses_total", ["route": "api"]), 4)
         XCTAssertEqual(metrics.value("airlock_cache_stores_total", ["route": "api"]), 3)
     }
+
+    /// Each route has its own cache on a worker: what one route stores is listed, counted and
+    /// served under that route only, with two cached routes on one worker.
+    func testEachRouteHasItsOwnCache() throws {
+        let o = try TestOrigin(.respond { r in TestResponse(headers: Self.fresh, body: .bytes(Array("body of \(r.target)".utf8))) })
+        origin = o
+        let a = try Fixture.start("""
+            listen: 127.0.0.1:0
+            workers: 1
+            admin: 127.0.0.1:0
+            routes:
+              - name: one
+                match: { host: "one.test" }
+                upstream: http://127.0.0.1:\(o.port)
+                cache: {}
+              - name: two
+                match: { host: "*" }
+                upstream: http://127.0.0.1:\(o.port)
+                cache: { memory: 2MiB, purge_to: 1MiB, max_object: 64KiB }
+            """)
+        airlock = a
+        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
+        let adminPort = UInt16(try XCTUnwrap(record["port"] as? Int))
+        func get(_ host: String, _ path: String) throws -> RawResponse {
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            return try c.exchange("GET \(path) HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+        }
+        XCTAssertEqual(try get("one.test", "/a").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200")
+        XCTAssertEqual(try get("two.test", "/b").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200")
+        XCTAssertEqual(try get("one.test", "/a").header("Cache-Status")?.hasPrefix("Airlock; hit;"), true)
+        XCTAssertEqual(try get("two.test", "/b").header("Cache-Status")?.hasPrefix("Airlock; hit;"), true)
+        XCTAssertEqual(try get("two.test", "/b").header("Cache-Status")?.hasPrefix("Airlock; hit;"), true)
+        XCTAssertEqual(o.requests.count, 2)
+        let routes = try XCTUnwrap(admin(adminPort, "GET", "/cache")["routes"] as? [[String: Any]])
+        var byName: [String: [String: Any]] = [:]
+        for r in routes { if let name = r["route"] as? String { byName[name] = r } }
+        XCTAssertEqual(Set(byName.keys), ["one", "two"], "\(routes)")
+        XCTAssertEqual((byName["one"]?["items"] as? [[String: Any]])?.compactMap { $0["url"] as? String }, ["http://one.test/a"])
+        XCTAssertEqual((byName["two"]?["items"] as? [[String: Any]])?.compactMap { $0["url"] as? String }, ["http://two.test/b"])
+        XCTAssertEqual(byName["one"]?["hits"] as? Int, 1)
+        XCTAssertEqual(byName["two"]?["hits"] as? Int, 2)
+        let c = try RawClient(port: adminPort)
+        defer { c.close() }
+        let metrics = try PrometheusText(try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        XCTAssertEqual(metrics.value("airlock_cache_hits_total", ["route": "one"]), 1)
+        XCTAssertEqual(metrics.value("airlock_cache_hits_total", ["route": "two"]), 2)
+        XCTAssertEqual(metrics.value("airlock_cache_stores_total", ["route": "one"]), 1)
+        XCTAssertEqual(metrics.value("airlock_cache_stores_total", ["route": "two"]), 1)
+    }
 }

@@ -364,6 +364,30 @@ final class ResponseCacheTests: XCTestCase {
                        "a fill that stores nothing and validates nothing passes the request through")
     }
 
+    /// `upstreamRequest`: nil (the client's head goes as it is, uncopied) exactly when
+    /// `upstreamHeaders` would change nothing; otherwise the client's head with those headers.
+    func testUpstreamRequestIsNilOnlyWhenNothingChanges() throws {
+        var cache = ResponseCache()
+        let plain = get("/a", "Accept: */*")
+        let miss = try XCTUnwrap(forward(cache.lookup(url: url, request: plain, now: t0, joinFill: false)))
+        XCTAssertNil(miss.upstreamRequest(plain), "a miss without the client's own conditional")
+        let conditional = get("/a", "If-Modified-Since: Thu, 26 Nov 2026 08:00:00 GMT")
+        let dropped = try XCTUnwrap(miss.upstreamRequest(conditional))
+        XCTAssertEqual(dropped.headers, miss.upstreamHeaders(conditional.headers))
+        XCTAssertEqual(dropped.headers.values(name: "if-modified-since"), [])
+        XCTAssertEqual(dropped.target, conditional.target)
+        XCTAssertEqual(dropped.method, conditional.method)
+        _ = cache.complete(miss, request: plain, response: ok(date0, "Cache-Control: max-age=10", "ETag: \"v1\""),
+                           body: [1], validated: true, now: t0)
+        let stale = try XCTUnwrap(forward(cache.lookup(url: url, request: plain, now: t0 + 20)))
+        let revalidation = try XCTUnwrap(stale.upstreamRequest(plain), "the stored validator is added")
+        XCTAssertEqual(revalidation.headers.values(name: "if-none-match"), ["\"v1\""])
+        XCTAssertEqual(revalidation.headers, stale.upstreamHeaders(plain.headers))
+        let headClient = request("HEAD", "/b", "If-None-Match: \"x\"")
+        let headMiss = try XCTUnwrap(forward(cache.lookup(url: "http://o.test/b", request: headClient, now: t0)))
+        XCTAssertNil(headMiss.upstreamRequest(headClient), "a fill that stores nothing and validates nothing")
+    }
+
     func testOnlyIfCachedIs504WithoutAFreshStoredResponse() throws {
         var cache = ResponseCache()
         let asking = get("/a", "Cache-Control: only-if-cached")
@@ -689,6 +713,60 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(headers.count, 3)
         XCTAssertEqual(headers.name(at: 1), "Cache-Status")
         XCTAssertEqual(headers.values(name: "cache-status"), ["Airlock; fwd=uri-miss; fwd-status=200", "Airlock; hit; ttl=1000000"])
+    }
+
+    /// Every `fwd` value, and every part at once at its widest (the member is written into a
+    /// buffer sized for it: `fieldValue` and `append(to:)` give the same text).
+    func testCacheStatusEveryPartAtItsWidest() {
+        for fwd in CacheStatus.Forward.allCases {
+            XCTAssertEqual(CacheStatus(fwd: fwd).fieldValue, "Airlock; fwd=" + fwd.rawValue)
+        }
+        let detail = String(repeating: "d", count: 300)
+        let widest = CacheStatus(hit: true, fwd: .varyMiss, fwdStatus: .min, ttl: .min, stored: true, collapsed: true, detail: detail)
+        let expected = "Airlock; hit; fwd=vary-miss; fwd-status=\(Int.min); ttl=\(Int64.min); stored; collapsed; detail=" + detail
+        XCTAssertEqual(widest.fieldValue, expected)
+        var headers = HTTPHeaders()
+        widest.append(to: &headers)
+        CacheStatus(fwd: .miss, fwdStatus: 9, ttl: 10).append(to: &headers)
+        XCTAssertEqual(headers.values(name: "cache-status"), [expected, "Airlock; fwd=miss; fwd-status=9; ttl=10"])
+    }
+
+    /// The switch the store asks agrees with the published set on every status.
+    func testHeuristicallyCacheableSwitchAgreesWithTheSet() {
+        for status in 0...1000 {
+            XCTAssertEqual(ResponseCache.isHeuristicallyCacheable(status), ResponseCache.heuristicallyCacheable.contains(status), "\(status)")
+        }
+    }
+
+    /// Equal keys hash alike, and keys that differ in the URL, the variant, or only in where
+    /// one ends and the other starts, hash apart.
+    func testCacheKeysHashByURLAndVariant() {
+        var hashes: Set<Int> = []
+        var keys: Set<CacheKey> = []
+        for u in 0..<50 {
+            for v in ["", "accept-encoding=gzip", "accept-encoding=br", "accept-encoding\u{1}", "a\u{0}b=c"] {
+                let key = CacheKey(url: "http://o.test/\(u)", variant: v)
+                XCTAssertEqual(key, CacheKey(url: "http://o.test/\(u)", variant: v))
+                XCTAssertEqual(key.hashValue, CacheKey(url: "http://o.test/\(u)", variant: v).hashValue)
+                hashes.insert(key.hashValue)
+                keys.insert(key)
+            }
+        }
+        XCTAssertEqual(hashes.count, 250)
+        XCTAssertEqual(keys.count, 250)
+        XCTAssertNotEqual(CacheKey(url: "http://o.test/ab", variant: "c").hashValue, CacheKey(url: "http://o.test/a", variant: "bc").hashValue)
+        XCTAssertNotEqual(CacheKey(url: "http://o.test/ab", variant: "c"), CacheKey(url: "http://o.test/a", variant: "bc"))
+    }
+
+    /// The URL key is written into a String sized beforehand: every port width, default ports left out.
+    func testURLKeyAtEveryPortWidth() {
+        for port: UInt16 in [1, 9, 10, 99, 100, 999, 1000, 8080, 9999, 10000, 65535] {
+            XCTAssertEqual(CacheKey.url(scheme: .http, request: requestHead("GET /p?q=1 HTTP/1.1\r\nHost: H.test:\(port)")),
+                           "http://h.test:\(port)/p?q=1")
+        }
+        XCTAssertEqual(CacheKey.url(scheme: .http, request: requestHead("GET / HTTP/1.1\r\nHost: h.test:443")), "http://h.test:443/")
+        XCTAssertEqual(CacheKey.url(scheme: .https, request: requestHead("GET / HTTP/1.1\r\nHost: h.test:443")), "https://h.test/")
+        XCTAssertEqual(CacheKey.url(scheme: .https, request: requestHead("GET http://[::1]:80/x HTTP/1.1\r\nHost: y")), "http://[::1]/x")
     }
 
     // MARK: admin

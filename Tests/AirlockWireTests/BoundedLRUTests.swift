@@ -38,6 +38,43 @@ final class BoundedLRUTests: XCTestCase {
         XCTAssertEqual(lru.removeLeastRecent()?.key, "a")
     }
 
+    /// `updateValue`, `remove`, `get` and `removeLeastRecent` in a seeded random mix against a
+    /// plain model (an array, most recent first): the same values, order and answers after
+    /// every step, with slots freed and reused all along.
+    func testUpdateValueAgreesWithAModelOverRandomOperations() {
+        var lru = BoundedLRU<Int, Int>(capacity: 1000)
+        var model: [(key: Int, value: Int)] = []
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for step in 0..<5000 {
+            let key = next(40)
+            switch next(4) {
+            case 0, 1:
+                let old = model.firstIndex { $0.key == key }.map { model.remove(at: $0).value }
+                model.insert((key, step), at: 0)
+                XCTAssertEqual(lru.updateValue(step, forKey: key), old, "step \(step)")
+            case 2:
+                let old = model.firstIndex { $0.key == key }.map { model.remove(at: $0).value }
+                XCTAssertEqual(lru.remove(key), old, "step \(step)")
+            default:
+                if next(2) == 0 {
+                    let found = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
+                    if let found { model.insert(found, at: 0) }
+                    XCTAssertEqual(lru.get(key), found?.value, "step \(step)")
+                } else {
+                    let last = model.popLast()
+                    XCTAssertEqual(lru.removeLeastRecent()?.key, last?.key, "step \(step)")
+                }
+            }
+            XCTAssertEqual(lru.entries.map(\.0), model.map(\.key), "step \(step)")
+            XCTAssertEqual(lru.entries.map(\.1), model.map(\.value), "step \(step)")
+            XCTAssertEqual(lru.count, model.count)
+        }
+    }
+
     func testCapacityOne() {
         var lru = BoundedLRU<Int, String>(capacity: 1)
         lru.update(1, default: { "one" }) { _ in }

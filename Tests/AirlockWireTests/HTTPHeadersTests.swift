@@ -56,6 +56,39 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertNil(HTTPHeaders().firstDate(.date))
     }
 
+    /// The one-pass look-ups (`forEachField(named:)`, `firstIndex(lowercased:)`,
+    /// `firstListElement(name:)`) against the by-name ones, over seeded random heads whose names
+    /// differ in case and share lengths with the names asked for.
+    func testOnePassLookupsAgreeWithTheByNameOnes() {
+        let pool = ["Age", "age", "AGE", "agf", "Via", "Expires", "expireS", "Expirez", "Last-Modified", "last-modified",
+                    "Last-Modifiee", "Vary", "VARY", "Vars", "Date", "If-None-Match", "if-modified-since", "X-Y"]
+        let values = ["", "1", " 2 ", ", ,", ", 3, 4", "a, b", "*", "x,"]
+        var seed: UInt64 = 42
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for round in 0..<500 {
+            var headers = HTTPHeaders()
+            for _ in 0..<next(12) { headers.append(name: pool[next(pool.count)], value: values[next(values.count)]) }
+            let context = "round \(round): \((0..<headers.count).map { headers.name(at: $0) })"
+            XCTAssertEqual(headers.firstIndex(lowercased: "age"), headers.firstIndex(name: "age"), context)
+            XCTAssertEqual(headers.firstIndex(lowercased: "last-modified"), headers.firstIndex(name: "last-modified"), context)
+            XCTAssertEqual(headers.firstIndex(lowercased: "vary"), headers.firstIndex(name: "vary"), context)
+            XCTAssertEqual(headers.firstListElement(name: "age"), headers.listElements(name: "age").first, context)
+            XCTAssertEqual(headers.firstListElement(name: "vary"), headers.listElements(name: "vary").first, context)
+            var seen: [[Int]] = []
+            headers.forEachField(named: ["expires", "last-modified", "age"]) { i, n in seen.append([i, n]) }
+            let expected = (0..<headers.count).compactMap { i -> [Int]? in
+                if headers.nameIs("expires", at: i) { return [i, 0] }
+                if headers.nameIs("last-modified", at: i) { return [i, 1] }
+                if headers.nameIs("age", at: i) { return [i, 2] }
+                return nil
+            }
+            XCTAssertEqual(seen, expected, context)
+        }
+    }
+
     func testRemoveAll() {
         var headers = HTTPHeaders()
         headers.append(name: "Host", value: "a")
