@@ -94,8 +94,11 @@ extension Stream {
         }
         if total > 0 {
             if evbuffer_get_length(input) >= readHighWatermark { updateReadEvent() }
-            // Decrypted bytes left inside OpenSSL fire no socket event: come back for them.
-            if let t = tlsSession, n == -2 || n == 0 || t._withUnsafeGuaranteedRef({ $0.hasPending }) {
+            // TLS bytes already read from the socket (decrypted or not) fire no socket event:
+            // come back for them while reading is armed (under the high watermark; once it is
+            // armed again, `updateReadEvent` comes back for them), and for the end that
+            // followed them.
+            if let t = tlsSession, n == -2 || n == 0 || (readArmed && t._withUnsafeGuaranteedRef({ $0.hasPending })) {
                 event_active(readEvent, Int32(airlock_ev_read()), 0)
             }
             delegate?.streamReadable(self)

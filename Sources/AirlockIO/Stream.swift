@@ -270,6 +270,10 @@ public final class Stream {
         if should && !readArmed {
             readArmed = true
             add(readEvent, state == .lingering ? nil : timeouts.readTV)
+            // TLS bytes read from the socket before reading paused fire no socket event now.
+            if state == .open, let t = tlsSession, t._withUnsafeGuaranteedRef({ $0.hasPending }) {
+                event_active(readEvent, Int32(airlock_ev_read()), 0)
+            }
         } else if !should && readArmed {
             readArmed = false
             event_del(readEvent)
