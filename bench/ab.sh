@@ -18,6 +18,10 @@
 #        e.g. `ARGS_B= bench/ab.sh X X` compares one binary with logs off and on
 #      NGINX_LOG=1: one more target, nginx-log (bench/nginx-log.sh: nginx with a buffered
 #        JSON access log, access_log ... buffer=64k)
+#      TLS=1: TLS to the upstream's https port, as make bench's airlock-tls row: both binaries
+#        get a gateway configuration to https://localhost:18443 verified against the harness's
+#        CA (unless CONFIG is given), and the one peer is haproxy-tls (its same configuration);
+#        e.g. `TLS=1 BENCH_PATH=/1m.bin bench/ab.sh A B`
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,13 +35,25 @@ A=$(readlink -f "$1"); B=$(readlink -f "$2")
 if [ ! -x "$A" ] || [ ! -x "$B" ]; then die "both binaries must exist and be executable"; fi
 [ "$(id -u)" -eq 0 ] || die "run as root (the shared harness needs it)"
 ROUNDS=${ROUNDS:-10}; DUR=${DUR:-2}; CONNS=${CONNS:-64}; BENCH_PATH=${BENCH_PATH:-/small}
+config_given=${CONFIG:-}
 CONFIG=${CONFIG:-$REPO/bench/gateway.yaml}
 PORT_A=18611; PORT_B=18612; PORT_NGINX_LOG=18613
 ARGS_A=${ARGS_A---log-level warning}; ARGS_B=${ARGS_B---log-level warning}
 NGINX_LOG=${NGINX_LOG:-0}
+TLS=${TLS:-0}
+peers=(haproxy nginx)
+if [ "$TLS" = 1 ]; then
+  peers=(haproxy-tls)
+  if [ -z "$config_given" ]; then
+    CONFIG=/tmp/airlock-ab-tls.yaml
+    printf '%s\n' "listen: 127.0.0.1:$PORT_A" "workers: 1" "routes:" "  - name: bench-tls" \
+      "    match: { host: \"*\" }" "    upstream: https://localhost:18443" \
+      "    security: { ca: \"$CERT_DIR/ca.crt\" }" > "$CONFIG"
+  fi
+fi
 
 started=()
-for s in upstream nginx haproxy; do
+for s in upstream "${peers[@]}"; do
   if ! "$HARNESS/servers.sh" status "$s" | grep -q running; then
     "$HARNESS/servers.sh" start "$s" >/dev/null
     started+=("$s")
@@ -62,8 +78,8 @@ for side in A B; do
   wait_port "$port" || die "airlock $side did not start (see /tmp/airlock-ab-$side.log)"
 done
 
-names=(haproxy nginx A B)
-declare -A port=([haproxy]=18201 [nginx]=18101 [A]=$PORT_A [B]=$PORT_B) results=()
+names=("${peers[@]}" A B)
+declare -A port=([haproxy]=18201 [nginx]=18101 [haproxy-tls]=18202 [A]=$PORT_A [B]=$PORT_B) results=()
 if [ "$NGINX_LOG" = 1 ]; then
   read -ra nginx_log_cmd <<<"$(bash "$REPO/bench/nginx-log.sh" /tmp/airlock-ab-nginx-log "$PORT_NGINX_LOG")"
   # shellcheck disable=SC2046
@@ -91,5 +107,5 @@ echo "A = $A $ARGS_A"
 echo "B = $B $ARGS_B"
 for n in "${names[@]}"; do
   tr ' ' '\n' <<<"${results[$n]}" | grep . | sort -n \
-    | awk -v n="$n" '{v[NR]=$1; s+=$1} END {printf "%-8s median %7d  mean %7d  (%d runs of %ss, req/s)\n", n, v[int((NR+1)/2)], s/NR, NR, "'"$DUR"'"}'
+    | awk -v n="$n" '{v[NR]=$1; s+=$1} END {printf "%-11s median %7d  mean %7d  (%d runs of %ss, req/s)\n", n, v[int((NR+1)/2)], s/NR, NR, "'"$DUR"'"}'
 done
