@@ -20,9 +20,7 @@ final class TLSClientSessionTests: TLSOriginTestCase {
     private func exchange(_ loop: EventLoop, _ ctx: TLSClientContext, session: () -> TLSSessionTicket? = { nil },
                           connecting: () -> Void = {},
                           onTicket: @escaping (TLSSessionTicket) -> Void) throws -> (Stream, StreamRecorder) {
-        let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
-        let s = try Stream(loop: loop, connectingTo: address, timeout: .seconds(10),
-                           tls: TLSSetup(context: ctx, serverName: "localhost", session: session(), onNewSession: onTicket))
+        let s = try tlsStream(loop, context: ctx, session: session(), onNewSession: onTicket)
         let r = StreamRecorder()
         s.delegate = r
         connecting()

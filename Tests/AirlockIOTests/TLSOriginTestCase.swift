@@ -20,6 +20,17 @@ class TLSOriginTestCase: XCTestCase {
         super.tearDown()
     }
 
+    /// A stream connecting with TLS to the origin as "localhost", not yet run: `context`
+    /// defaults to one trusting the test PKI.
+    func tlsStream(_ loop: EventLoop, context: TLSClientContext? = nil, session: TLSSessionTicket? = nil,
+                   onNewSession: @escaping (TLSSessionTicket) -> Void = { _ in }) throws -> AirlockIO.Stream {
+        let ctx = try context ?? TLSClientContext(caFiles: [pki.path("root.pem")], pinnedAnchors: [])
+        let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
+        return try AirlockIO.Stream(loop: loop, connectingTo: address, timeout: .seconds(10),
+                                    tls: TLSSetup(context: ctx, serverName: "localhost", session: session,
+                                                  onNewSession: onNewSession))
+    }
+
     /// Runs `loop` until `done`, or for at most `seconds`.
     func run(_ loop: EventLoop, seconds: UInt64 = 10, until done: () -> Bool) {
         let deadline = EventLoop.nowNanos() + seconds * 1_000_000_000

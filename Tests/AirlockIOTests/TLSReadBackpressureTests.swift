@@ -22,10 +22,7 @@ final class TLSReadBackpressureTests: TLSOriginTestCase {
     /// A connected TLS stream whose input stops at 1 byte, with `path` requested (keep-alive)
     /// and the whole response given 0.5 s to reach the socket before the loop reads it.
     private func pausedStream(_ loop: EventLoop, path: String) throws -> (Stream, Holder) {
-        let ctx = try TLSClientContext(caFiles: [pki.path("root.pem")], pinnedAnchors: [])
-        let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
-        let s = try Stream(loop: loop, connectingTo: address, timeout: .seconds(10),
-                           tls: TLSSetup(context: ctx, serverName: "localhost", session: nil, onNewSession: { _ in }))
+        let s = try tlsStream(loop)
         let h = Holder()
         s.delegate = h
         run(loop, seconds: 20) { !h.events.isEmpty }

@@ -33,10 +33,7 @@ final class TLSRecordReadTests: TLSOriginTestCase {
     /// at least; the body is checked whole.
     private func socketReadsForABulkBody() throws -> (reads: Int, records: Int) {
         let loop = EventLoop(name: "test")
-        let ctx = try TLSClientContext(caFiles: [pki.path("root.pem")], pinnedAnchors: [])
-        let address = try XCTUnwrap(SocketAddress(ipLiteral: "127.0.0.1", port: origin.port))
-        let s = try Stream(loop: loop, connectingTo: address, timeout: .seconds(10),
-                           tls: TLSSetup(context: ctx, serverName: "localhost", session: nil, onNewSession: { _ in }))
+        let s = try tlsStream(loop)
         let r = StreamRecorder()
         s.delegate = r
         let reads = UnsafeMutablePointer<Int>.allocate(capacity: 1)
