@@ -134,11 +134,19 @@ enum Fixture {
         (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
     }
 
+    /// A path in this test process's own directory under the temporary directory, which is
+    /// removed when the process exits.
     static func tempFile(_ name: String) -> String {
-        let dir = NSTemporaryDirectory() + "airlock-it-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir + "/" + name
+        _ = removeTempDirectoryAtExit
+        try? FileManager.default.createDirectory(atPath: tempDirectory(), withIntermediateDirectories: true)
+        return tempDirectory() + "/" + name
     }
+
+    private static func tempDirectory() -> String { NSTemporaryDirectory() + "airlock-it-\(getpid())" }
+
+    private static let removeTempDirectoryAtExit: Void = {
+        atexit { try? FileManager.default.removeItem(atPath: Fixture.tempDirectory()) }
+    }()
 }
 
 extension RawClient {
