@@ -108,7 +108,7 @@ final class TLSSession {
     ///   the reads of a bulk body (bench/README.md, "TLS bulk": -21 % CPU per 1 MiB response).
     /// - a read buffer of `readBufferBytes`: a bulk body's socket usually holds several records
     ///   when the loop reads it, and one `recv` takes up to four of them (75 -> ~35 reads per
-    ///   1 MiB response in the TLS bench row, -12 % CPU per response; bench/README.md, "fourth
+    ///   1 MiB response in the TLS bench row, -8 % CPU per response; bench/README.md, "fourth
     ///   session"). Allocated only while records are read (release buffers, below).
     /// - release buffers: OpenSSL frees a connection's record buffers whenever they are empty,
     ///   so an idle or pooled connection holds none (peak RSS after 500 concurrent TLS
