@@ -15,6 +15,52 @@ class GatewayTestCase: XCTestCase {
         servers = []
         super.tearDown()
     }
+
+    /// An echo server (registered for tearDown): every chunk read is written back until the
+    /// client's EOF (then half-closed) or a failed write; reads wait up to `readTimeout` seconds.
+    func echoServer(readTimeout: Double = 30) throws -> TCPTestServer {
+        let echo = try TCPTestServer { c in
+            while let chunk = try? c.read(upTo: 65536, timeout: readTimeout), !chunk.isEmpty {
+                if (try? c.write(chunk)) == nil { return }
+            }
+            c.shutdownWrite()
+        }
+        servers.append(echo)
+        return echo
+    }
+
+    /// A client connection with its tunnel to 127.0.0.1:`port` through `a` open (the 200 read);
+    /// `first` goes right behind the CONNECT head.
+    func openTunnel(_ a: AirlockProcess, to port: UInt16, first: [UInt8] = [],
+                    receiveBuffer: Int? = nil) throws -> TCPTestConnection {
+        let c = try TCPTestConnection.connect(port: a.port, receiveBuffer: receiveBuffer)
+        try c.write(Array("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8) + first)
+        let head = String(decoding: try c.read(through: "\r\n\r\n", timeout: 10), as: UTF8.self)
+        XCTAssertEqual(head, "HTTP/1.1 200 Connection established\r\n\r\n")
+        return c
+    }
+
+    /// `size` pattern bytes sent through a tunnel to an echo server (`echo`'s port) while its
+    /// answer is read to the end: the answer equal by length and SHA-256, the tunnel's access
+    /// record counting `size` each way and ending `closed`. Returns that record.
+    func echoEachWay(_ a: AirlockProcess, to echo: UInt16, size: Int, offset: Int) throws -> [String: Any] {
+        let c = try openTunnel(a, to: echo)
+        defer { c.close() }
+        let sent = patternBytes(count: size, offset: offset)
+        let writer = Thread {
+            try? c.write(sent, timeout: 120)
+            c.shutdownWrite()
+        }
+        writer.start()
+        let got = try c.readToEnd(timeout: 120)
+        XCTAssertEqual(got.count, size)
+        XCTAssertEqual(try sha256Hex(got), try sha256Hex(sent))
+        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
+        XCTAssertEqual(record["bytes_in"] as? Int, size)
+        XCTAssertEqual(record["bytes_out"] as? Int, size)
+        XCTAssertEqual(record["tunnel"] as? String, "closed")
+        return record
+    }
 }
 
 /// Shared helpers: configs for a gateway in front of a test origin, and JSON decoding.

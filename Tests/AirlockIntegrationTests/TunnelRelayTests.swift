@@ -35,16 +35,6 @@ final class TunnelRelayTests: GatewayTestCase {
         return a
     }
 
-    /// A client connection with its tunnel to 127.0.0.1:`port` open (the 200 read).
-    private func openTunnel(_ a: AirlockProcess, to port: UInt16, first: [UInt8] = [],
-                            receiveBuffer: Int? = nil) throws -> TCPTestConnection {
-        let c = try TCPTestConnection.connect(port: a.port, receiveBuffer: receiveBuffer)
-        try c.write(Array("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8) + first)
-        let head = String(decoding: try c.read(through: "\r\n\r\n", timeout: 10), as: UTF8.self)
-        XCTAssertEqual(head, "HTTP/1.1 200 Connection established\r\n\r\n")
-        return c
-    }
-
     // MARK: real TLS through the tunnel
 
     func testCurlHTTPSThroughATunnelSeesTheOriginsOwnCertificate() throws {
@@ -72,29 +62,9 @@ final class TunnelRelayTests: GatewayTestCase {
     // MARK: bulk, both ways
 
     func testFiftyMiBEachWayWithEqualChecksums() throws {
-        let size = 50 * 1024 * 1024
-        let echo = try server { c in
-            while let chunk = try? c.read(upTo: 65536, timeout: 30), !chunk.isEmpty {
-                if (try? c.write(chunk)) == nil { return }
-            }
-            c.shutdownWrite()
-        }
+        let echo = try echoServer()
         let a = try gateway(ports: [echo.port])
-        let c = try openTunnel(a, to: echo.port)
-        defer { c.close() }
-        let sent = patternBytes(count: size, offset: 7)
-        let writer = Thread {
-            try? c.write(sent, timeout: 120)
-            c.shutdownWrite()
-        }
-        writer.start()
-        let got = try c.readToEnd(timeout: 120)
-        XCTAssertEqual(got.count, size)
-        XCTAssertEqual(try sha256Hex(got), try sha256Hex(sent))
-        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
-        XCTAssertEqual(record["bytes_in"] as? Int, size)
-        XCTAssertEqual(record["bytes_out"] as? Int, size)
-        XCTAssertEqual(record["tunnel"] as? String, "closed")
+        let record = try echoEachWay(a, to: echo.port, size: 50 * 1024 * 1024, offset: 7)
         XCTAssertEqual(record["status"] as? Int, 200)
     }
 

@@ -16,32 +16,9 @@ final class TunnelSpliceTests: GatewayTestCase {
 
     func testTunnelFiftyMiBEachWayIsSplicedWithEqualChecksums() throws {
         let size = 50 * 1024 * 1024
-        let echo = try TCPTestServer { c in
-            while let chunk = try? c.read(upTo: 65536, timeout: 30), !chunk.isEmpty {
-                if (try? c.write(chunk)) == nil { return }
-            }
-            c.shutdownWrite()
-        }
-        servers.append(echo)
+        let echo = try echoServer()
         let (a, admin) = try gateway(port: echo.port)
-        let c = try TCPTestConnection.connect(port: a.port)
-        defer { c.close() }
-        try c.write("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n")
-        XCTAssertEqual(String(decoding: try c.read(through: "\r\n\r\n", timeout: 10), as: UTF8.self),
-                       "HTTP/1.1 200 Connection established\r\n\r\n")
-        let sent = patternBytes(count: size, offset: 11)
-        let writer = Thread {
-            try? c.write(sent, timeout: 120)
-            c.shutdownWrite()
-        }
-        writer.start()
-        let got = try c.readToEnd(timeout: 120)
-        XCTAssertEqual(got.count, size)
-        XCTAssertEqual(try sha256Hex(got), try sha256Hex(sent))
-        let record = try XCTUnwrap(Fixture.accessRecords(a, count: 1) { $0["tunnel"] != nil }.first)
-        XCTAssertEqual(record["bytes_in"] as? Int, size)
-        XCTAssertEqual(record["bytes_out"] as? Int, size)
-        XCTAssertEqual(record["tunnel"] as? String, "closed")
+        _ = try echoEachWay(a, to: echo.port, size: size, offset: 11)
         XCTAssertGreaterThan(try spliced(admin), Double(size), "both directions were spliced")
     }
 
@@ -54,11 +31,8 @@ final class TunnelSpliceTests: GatewayTestCase {
         }
         servers.append(server)
         let (a, admin) = try gateway(port: server.port)
-        let c = try TCPTestConnection.connect(port: a.port)
+        let c = try openTunnel(a, to: server.port)
         defer { c.close() }
-        try c.write("CONNECT 127.0.0.1:\(server.port) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
-        XCTAssertEqual(String(decoding: try c.read(through: "\r\n\r\n", timeout: 10), as: UTF8.self),
-                       "HTTP/1.1 200 Connection established\r\n\r\n")
         try c.write("question")
         c.shutdownWrite()
         XCTAssertEqual(String(decoding: try c.readToEnd(timeout: 10), as: UTF8.self), "got 8 bytes")
@@ -70,18 +44,10 @@ final class TunnelSpliceTests: GatewayTestCase {
     }
 
     func testTunnelsCopyWhenSpliceIsOff() throws {
-        let echo = try TCPTestServer { c in
-            while let chunk = try? c.read(upTo: 65536, timeout: 10), !chunk.isEmpty {
-                if (try? c.write(chunk)) == nil { return }
-            }
-            c.shutdownWrite()
-        }
-        servers.append(echo)
+        let echo = try echoServer(readTimeout: 10)
         let (a, admin) = try gateway(port: echo.port, limits: ["splice": "false"])
-        let c = try TCPTestConnection.connect(port: a.port)
+        let c = try openTunnel(a, to: echo.port)
         defer { c.close() }
-        try c.write("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n")
-        _ = try c.read(through: "\r\n\r\n", timeout: 10)
         let sent = patternBytes(count: 1 << 20, offset: 5)
         try c.write(sent)
         c.shutdownWrite()
