@@ -32,6 +32,15 @@ final class StreamSpliceTests: XCTestCase {
         }
     }
 
+    /// A pair, and another on its loop that splices without end (so a pipe emptied by the
+    /// first is kept as a spare while it does).
+    private func pairBesideAnotherSplice() throws -> (Pair, other: Pair) {
+        let p = try pair()
+        let other = try pair(on: p.loop)
+        XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
+        return (p, other)
+    }
+
     private func pair(on shared: EventLoop? = nil) throws -> Pair {
         let loop = shared ?? EventLoop(name: "splice")
         let (a, feed) = try LocalSocket.pair()
@@ -185,13 +194,11 @@ final class StreamSpliceTests: XCTestCase {
     /// While another splice is under way on the loop, an emptied pipe waits in the pool and
     /// the next splice takes it; once nothing splices, no pipe is kept.
     func testPipesGoBackToThePoolAndAreReused() throws {
-        let p = try pair()
-        let other = try pair(on: p.loop)
+        let (p, other) = try pairBesideAnotherSplice()
         defer {
             p.close()
             other.close()
         }
-        XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
         for round in 1...3 {
             var moved = 0
             XCTAssertTrue(p.src.startSplice(to: p.dst, budget: 1000) { moved += $0 })
@@ -213,13 +220,11 @@ final class StreamSpliceTests: XCTestCase {
 
     /// Spares kept while a long splice goes on close once none was taken for `idleTrim`.
     func testSparePipesCloseWhenIdle() throws {
-        let p = try pair()
-        let other = try pair(on: p.loop)
+        let (p, other) = try pairBesideAnotherSplice()
         defer {
             p.close()
             other.close()
         }
-        XCTAssertTrue(other.src.startSplice(to: other.dst, budget: .max) { _ in })
         var moved = 0
         XCTAssertTrue(p.src.startSplice(to: p.dst, budget: 10) { moved += $0 })
         XCTAssertEqual(Self.writeSome(p.feed, [UInt8](repeating: 1, count: 10), from: 0), 10)
