@@ -29,6 +29,8 @@ SHARED=${SHARED:-$REPO/../shared}
 HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port srv_pin wrk_pin
+# shellcheck source=bench/common.sh
+source "$REPO/bench/common.sh"   # ensure_running stop_started
 
 [ $# -eq 2 ] || die "usage: $0 BINARY_A BINARY_B"
 A=$(readlink -f "$1"); B=$(readlink -f "$2")
@@ -52,18 +54,12 @@ if [ "$TLS" = 1 ]; then
   fi
 fi
 
-started=()
-for s in upstream "${peers[@]}"; do
-  if ! "$HARNESS/servers.sh" status "$s" | grep -q running; then
-    "$HARNESS/servers.sh" start "$s" >/dev/null
-    started+=("$s")
-  fi
-done
+ensure_running upstream "${peers[@]}"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  [ ${#started[@]} -eq 0 ] || "$HARNESS/servers.sh" stop "${started[@]}" >/dev/null
+  stop_started
 }
 trap cleanup EXIT
 

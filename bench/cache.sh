@@ -38,6 +38,8 @@ SHARED=${SHARED:-$REPO/../shared}
 HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port srv_pin wrk_pin render UP_PORT WORKERS TMP_PREFIX
+# shellcheck source=bench/common.sh
+source "$REPO/bench/common.sh"   # ensure_running stop_started
 
 BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 [ -x "$BIN" ] || die "no binary at $BIN (make release)"
@@ -53,20 +55,16 @@ mkdir -p "$RESULTS_DIR"
 NGINX_DIR=/tmp/airlock-cache-bench-nginx
 NGINX_CACHE=/dev/shm/airlock-cache-bench-nginx   # tmpfs: nginx's cached bodies in memory
 
-started=()
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  [ ${#started[@]} -eq 0 ] || "$HARNESS/servers.sh" stop "${started[@]}" >/dev/null
+  stop_started
   rm -rf "$NGINX_CACHE"
 }
 trap cleanup EXIT
 
-if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
-  "$HARNESS/servers.sh" start upstream >/dev/null
-  started+=(upstream)
-fi
+ensure_running upstream
 
 # The documents' Last-Modified at least a day before now (see above), waited for (bounded).
 html="$TMP_PREFIX-upstream/html"

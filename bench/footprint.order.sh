@@ -24,6 +24,8 @@ SHARED=${SHARED:-$REPO/../shared}
 HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port UP_PORT
+# shellcheck source=bench/common.sh
+source "$REPO/bench/common.sh"   # ensure_running stop_started
 BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 OUT=${OUT:-$REPO/bench/footprint.order}
 PORT=18676 ADMIN_PORT=18677
@@ -33,18 +35,14 @@ done
 [ -x "$BIN" ] || die "no binary at $BIN (make release)"
 
 work=$(mktemp -d /tmp/airlock-order.XXXXXX)
-started=()
 vg=""
 cleanup() {
   if [ -n "$vg" ] && [ -d "/proc/$vg" ]; then kill "$vg" 2>/dev/null || true; wait "$vg" 2>/dev/null || true; fi
-  for s in "${started[@]}"; do "$HARNESS/servers.sh" stop "$s" >/dev/null 2>&1 || true; done
+  stop_started
   rm -rf "$work"
 }
 trap cleanup EXIT
-if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
-  "$HARNESS/servers.sh" start upstream >/dev/null
-  started+=(upstream)
-fi
+ensure_running upstream
 
 strip --strip-debug -o "$work/airlock" "$BIN"
 cat > "$work/airlock.yaml" <<EOF

@@ -35,6 +35,8 @@ SHARED=${SHARED:-$REPO/../shared}
 HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port
+# shellcheck source=bench/common.sh
+source "$REPO/bench/common.sh"   # ensure_running stop_started
 BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 AIRLOCK_ARGS=${AIRLOCK_ARGS---log-level warning}
 read -ra airlock_args <<<"$AIRLOCK_ARGS"
@@ -54,20 +56,16 @@ done
 [ -x "$BIN" ] || die "no binary at $BIN (make release)"
 
 work=$(mktemp -d /tmp/airlock-instr.XXXXXX)
-started=()
 vg=""
 dash=""
 cleanup() {
   [ -n "$dash" ] && kill "$dash" 2>/dev/null && wait "$dash" 2>/dev/null
   [ -n "$vg" ] && kill "$vg" 2>/dev/null && wait "$vg" 2>/dev/null
-  for s in "${started[@]}"; do "$HARNESS/servers.sh" stop "$s" >/dev/null 2>&1 || true; done
+  stop_started
   rm -rf "$work"
 }
 trap cleanup EXIT
-if ! "$HARNESS/servers.sh" status upstream | grep -q running; then
-  "$HARNESS/servers.sh" start upstream >/dev/null
-  started+=(upstream)
-fi
+ensure_running upstream
 
 # The dashboard in headless Chromium (Tests/Fixtures/chromium/cdp_page.py: JSON commands on
 # its stdin, one JSON answer a line on its stdout), until `dashboard_close`.
