@@ -22,8 +22,7 @@ final class CacheTests: XCTestCase {
         let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: o.port, workers: 1)
                                   + "\n    cache: \(cache)" + extra + "\nadmin: 127.0.0.1:0\n")
         airlock = a
-        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
-        return (o, a, UInt16(try XCTUnwrap(record["port"] as? Int)))
+        return (o, a, try Fixture.adminPort(a))
     }
 
     private func get(_ a: AirlockProcess, _ path: String, _ fields: String = "", method: String = "GET") throws -> RawResponse {
@@ -265,9 +264,7 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual(notCached.status, 504)
         XCTAssertEqual(Fixture.json(notCached.body)["error"] as? String, "not-cached")
         XCTAssertEqual(o.requests.count, 3)
-        let c = try RawClient(port: adminPort)
-        defer { c.close() }
-        let metrics = try PrometheusText(try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        let metrics = try Fixture.metrics(admin: adminPort)
         XCTAssertEqual(metrics.value("airlock_cache_hits_total", ["route": "api"]), 1)
         XCTAssertEqual(metrics.value("airlock_cache_misses_total", ["route": "api"]), 4)
         XCTAssertEqual(metrics.value("airlock_cache_stores_total", ["route": "api"]), 3)
@@ -293,8 +290,7 @@ final class CacheTests: XCTestCase {
                 cache: { memory: 2MiB, purge_to: 1MiB, max_object: 64KiB }
             """)
         airlock = a
-        let record = try XCTUnwrap(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.admin" })
-        let adminPort = UInt16(try XCTUnwrap(record["port"] as? Int))
+        let adminPort = try Fixture.adminPort(a)
         func get(_ host: String, _ path: String) throws -> RawResponse {
             let c = try RawClient(port: a.port)
             defer { c.close() }
@@ -314,9 +310,7 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual((byName["two"]?["items"] as? [[String: Any]])?.compactMap { $0["url"] as? String }, ["http://two.test/b"])
         XCTAssertEqual(byName["one"]?["hits"] as? Int, 1)
         XCTAssertEqual(byName["two"]?["hits"] as? Int, 2)
-        let c = try RawClient(port: adminPort)
-        defer { c.close() }
-        let metrics = try PrometheusText(try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        let metrics = try Fixture.metrics(admin: adminPort)
         XCTAssertEqual(metrics.value("airlock_cache_hits_total", ["route": "one"]), 1)
         XCTAssertEqual(metrics.value("airlock_cache_hits_total", ["route": "two"]), 2)
         XCTAssertEqual(metrics.value("airlock_cache_stores_total", ["route": "one"]), 1)

@@ -110,9 +110,7 @@ final class ConnectionLimitTests: XCTestCase {
         while logged() < burst && Date() < deadline { usleep(50_000) }
         XCTAssertEqual(logged(), burst, "the refusals held back were not written within 3 s of the burst")
 
-        let c = try RawClient(port: admin)
-        defer { c.close() }
-        let metrics = try PrometheusText(try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n").body)
+        let metrics = try Fixture.metrics(admin: admin)
         XCTAssertEqual(metrics.types["airlock_connections_refused"], "counter")
         XCTAssertEqual(metrics.value("airlock_connections_refused_total", ["reason": "max-connections"]), Double(burst))
     }

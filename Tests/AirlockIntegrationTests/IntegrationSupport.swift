@@ -133,6 +133,15 @@ enum Fixture {
         return UInt16(try XCTUnwrap(record["port"] as? Int))
     }
 
+    /// The admin listener's `/metrics`, parsed by prometheus_client (`PrometheusText`).
+    static func metrics(admin: UInt16) throws -> PrometheusText {
+        let c = try RawClient(port: admin)
+        defer { c.close() }
+        let r = try c.exchange("GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n")
+        XCTAssertEqual(r.status, 200)
+        return try PrometheusText(r.body)
+    }
+
     /// The value of an unlabelled metric (`name value`) in the admin listener's `/metrics`.
     static func metric(_ name: String, admin: UInt16) throws -> Double {
         let c = try RawClient(port: admin)
