@@ -1,28 +1,22 @@
+public import AirlockWire
 import CLibevent
 import Glibc
 
 extension SocketAddress {
-    /// `description`'s UTF-8 ("1.2.3.4:80", "[::1]:80") appended to `out`. IPv4 is formatted
-    /// from the address bytes, without `inet_ntop`'s sprintf and without a String: access
-    /// records print two addresses per request. IPv6 goes through `description`.
-    public func appendDescription(to out: inout [UInt8]) {
-        guard family == AF_INET else {
-            out.append(contentsOf: description.utf8)
-            return
-        }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maxIPv4Description) { buf in
-            let n = writeIPv4Description(to: buf.baseAddress!)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[..<n]))
-        }
+    /// `description`'s UTF-8 ("1.2.3.4:80", "[::1]:80") appended to `out`: IPv4 written in
+    /// place from the address bytes, without `inet_ntop`'s sprintf and without a String (access
+    /// records print two addresses per request); IPv6 through `description`.
+    public func append(to out: inout TextBuilder) {
+        guard family == AF_INET else { return out.append(string: description) }
+        out.append(upTo: Self.maxIPv4Description) { writeIPv4Description(to: $0) }
     }
 
     /// "255.255.255.255:65535".
-    public static let maxIPv4Description = 21
+    static let maxIPv4Description = 21
 
     /// For an IPv4 address: `description`'s bytes written at `p` (which has room for
-    /// `maxIPv4Description`), and their count. 0 for IPv6, which writes nothing.
-    public func writeIPv4Description(to p: UnsafeMutablePointer<UInt8>) -> Int {
-        guard family == AF_INET else { return 0 }
+    /// `maxIPv4Description`), and their count.
+    private func writeIPv4Description(to p: UnsafeMutablePointer<UInt8>) -> Int {
         // sockaddr_in's address sits where sockaddr_in6's flow info does (offset 4).
         let address = UInt32(bigEndian: storage.sin6_flowinfo)
         var n = 0

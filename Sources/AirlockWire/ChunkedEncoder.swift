@@ -4,12 +4,10 @@ public enum ChunkedEncoder {
     /// Lower-case hex size and CRLF: 26 → "1a\r\n". `size` must be > 0 (use `last` to finish).
     public static func chunkHeader(size: Int) -> [UInt8] {
         precondition(size > 0, "a chunk of size 0 ends the body: use ChunkedEncoder.last")
-        var out: [UInt8] = []
-        out.reserveCapacity(18)
-        appendHex(UInt64(size), to: &out)
-        out.append(ByteClass.cr)
-        out.append(ByteClass.lf)
-        return out
+        return TextBuilder.withBytes(capacity: 18, {
+            $0.append(hex: UInt64(size))
+            $0.append("\r\n")
+        }) { Array($0) }
     }
 
     /// "\r\n" after each chunk's data.
@@ -17,15 +15,4 @@ public enum ChunkedEncoder {
 
     /// The last chunk and an empty trailer section: "0\r\n\r\n".
     public static let last: [UInt8] = Array("0\r\n\r\n".utf8)
-
-    static func appendHex(_ value: UInt64, to out: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
-        let p = digits.utf8Start
-        var shift = 60
-        while shift > 0 && (value >> UInt64(shift)) & 0xF == 0 { shift -= 4 }
-        while shift >= 0 {
-            out.append(p[Int((value >> UInt64(shift)) & 0xF)])
-            shift -= 4
-        }
-    }
 }

@@ -1,7 +1,8 @@
 import AirlockIO
+import AirlockWire
 import XCTest
 
-/// `appendDescription` writes `description`'s bytes (what access records print).
+/// `append(to:)` writes `description`'s bytes (what access records print).
 final class SocketAddressTextTests: XCTestCase {
     func testAppendDescriptionMatchesDescription() throws {
         let cases: [(String, UInt16)] = [
@@ -10,9 +11,11 @@ final class SocketAddressTextTests: XCTestCase {
         ]
         for (host, port) in cases {
             let address = try XCTUnwrap(SocketAddress(ipLiteral: host, port: port), host)
-            var out: [UInt8] = Array("x".utf8)
-            address.appendDescription(to: &out)
-            XCTAssertEqual(String(decoding: out, as: UTF8.self), "x" + address.description, host)
+            let out = TextBuilder.withBytes(capacity: 64, {
+                $0.append("x")
+                address.append(to: &$0)
+            }) { String(decoding: $0, as: UTF8.self) }
+            XCTAssertEqual(out, "x" + address.description, host)
         }
     }
 
@@ -32,10 +35,9 @@ final class SocketAddressTextTests: XCTestCase {
             let port = UInt16(truncatingIfNeeded: next() % [10, 1000, 65_536][n % 3])
             let host = octets.joined(separator: ".")
             let address = try XCTUnwrap(SocketAddress(ipLiteral: host, port: port), host)
-            var out: [UInt8] = []
-            address.appendDescription(to: &out)
-            XCTAssertEqual(String(decoding: out, as: UTF8.self), "\(host):\(port)")
-            XCTAssertEqual(String(decoding: out, as: UTF8.self), address.description)
+            let out = TextBuilder.withBytes(capacity: 64, { address.append(to: &$0) }) { String(decoding: $0, as: UTF8.self) }
+            XCTAssertEqual(out, "\(host):\(port)")
+            XCTAssertEqual(out, address.description)
         }
     }
 }

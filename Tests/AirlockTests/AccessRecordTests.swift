@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import AirlockIO
 import AirlockSession
+import AirlockWire
 import Logging
 import XCTest
 @testable import Airlock
@@ -117,9 +118,8 @@ final class AccessRecordTests: XCTestCase {
             XCTAssertEqual(String(decoding: e.bytes, as: UTF8.self), String(v))
         }
         for v: UInt64 in [0, 1, 0xf, 0x10, 0xabc, 0x8000_0000_0000_0000, UInt64.max] {
-            var e = JSONLineEncoder(appendingTo: [])
-            e.appendHex(v)
-            XCTAssertEqual(String(decoding: e.bytes, as: UTF8.self), String(v, radix: 16))
+            XCTAssertEqual(TextBuilder.withBytes(capacity: 16, { $0.append(hex: v) }) { String(decoding: $0, as: UTF8.self) },
+                           String(v, radix: 16))
         }
     }
 
@@ -147,7 +147,7 @@ private final class LinesBox: @unchecked Sendable {
     func append(_ line: String) { lock.withLock { collected.append(line) } }
 }
 
-/// The encoder's shortcuts write what the general paths write.
+/// The shortcuts (TextBuilder's, which access records use) write what the general paths write.
 final class JSONLineEncoderShortcutTests: XCTestCase {
     func testThousandthsMatchDoubleDescription() {
         var values: [Double] = [0, -0.0, 0.001, 0.01, 0.1, 0.25, 1, 5, 12.345, 999.999, 1000, 1_000_000.25,
@@ -159,11 +159,10 @@ final class JSONLineEncoderShortcutTests: XCTestCase {
             values.append(Double(UInt64.random(in: 0...100_000_000, using: &rng)) / 1000 / 1000)
         }
         for v in values {
-            var fast = JSONLineEncoder(appendingTo: [])
-            fast.appendThousandths(v)
+            let fast = TextBuilder.withBytes(capacity: 40, { $0.append(thousandths: v) }) { String(decoding: $0, as: UTF8.self) }
             var general = JSONLineEncoder(appendingTo: [])
             general.appendValue(.stringConvertible(v))
-            XCTAssertEqual(String(decoding: fast.bytes, as: UTF8.self), String(decoding: general.bytes, as: UTF8.self), "\(v)")
+            XCTAssertEqual(fast, String(decoding: general.bytes, as: UTF8.self), "\(v)")
         }
     }
 
@@ -177,6 +176,9 @@ final class JSONLineEncoderShortcutTests: XCTestCase {
             var e = JSONLineEncoder(appendingTo: [])
             e.appendString(text)
             XCTAssertEqual(String(decoding: e.bytes, as: UTF8.self), "\"" + want + "\"", text)
+            let built = TextBuilder.withBytes(capacity: TextBuilder.jsonEscapedBound(text) + 2,
+                                              { $0.append(jsonQuoted: text, style: .log) }) { String(decoding: $0, as: UTF8.self) }
+            XCTAssertEqual(built, "\"" + want + "\"", text)
         }
     }
 

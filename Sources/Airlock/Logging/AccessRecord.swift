@@ -1,5 +1,6 @@
 import AirlockIO
 import AirlockSession
+import AirlockWire
 import Logging
 
 /// The fields of one `request.access` record, written one of two ways with the same bytes:
@@ -69,7 +70,7 @@ struct AccessRecord {
     }
 
     /// The line `JSONLogHandler` writes for `metadata` at level info (keys in sorted order),
-    /// timestamped now, ending in "\n": written with a `LineWriter` into scratch memory the
+    /// timestamped now, ending in "\n": written with a `TextBuilder` into scratch memory the
     /// encoder's `LogBuffer` keeps (grown to this record's bound when short), then appended to
     /// `e`'s bytes once.
     func encode(into e: inout JSONLineEncoder) {
@@ -78,8 +79,8 @@ struct AccessRecord {
         swap(&scratch, &e.timestamps.scratch)
         let need = bound
         if scratch.count < need { scratch = [UInt8](repeating: 0, count: Swift.max(need, 2048)) }
-        scratch.withUnsafeMutableBufferPointer { buffer in
-            var w = LineWriter(buffer)
+        scratch.withUnsafeMutableBytes { buffer in
+            var w = TextBuilder(buffer)
             write(into: &w, second: now.second, milliseconds: now.milliseconds)
             e.bytes.append(contentsOf: w.written)
         }
@@ -89,103 +90,103 @@ struct AccessRecord {
     /// The most bytes the line can take: the keys, numbers and addresses fit in 768 (the
     /// longest of each: AccessRecordTests); each string may grow six-fold when escaped.
     private var bound: Int {
-        var strings = requestID.client.map(LineWriter.escapedBound) ?? LineWriter.escapedBound(requestID.prefix)
+        var strings = requestID.client.map(TextBuilder.jsonEscapedBound) ?? TextBuilder.jsonEscapedBound(requestID.prefix)
         if let request {
-            strings += LineWriter.escapedBound(request.method) + LineWriter.escapedBound(request.target)
-                + LineWriter.escapedBound(request.host)
+            strings += TextBuilder.jsonEscapedBound(request.method) + TextBuilder.jsonEscapedBound(request.target)
+                + TextBuilder.jsonEscapedBound(request.host)
         }
-        if let route { strings += LineWriter.escapedBound(route) }
-        if let task { strings += LineWriter.escapedBound(task.state) }
-        if let tunnel { strings += LineWriter.escapedBound(tunnel) }
+        if let route { strings += TextBuilder.jsonEscapedBound(route) }
+        if let task { strings += TextBuilder.jsonEscapedBound(task.state) }
+        if let tunnel { strings += TextBuilder.jsonEscapedBound(tunnel) }
         return 768 + strings
     }
 
-    private func write(into w: inout LineWriter, second: [UInt8], milliseconds: Int) {
-        w.put("{\"time\":")
-        w.put(bytes: second)
-        w.put(decimal: UInt64(milliseconds / 100))
-        w.put(decimal: UInt64(milliseconds / 10 % 10))
-        w.put(decimal: UInt64(milliseconds % 10))
-        w.put("Z\",\"level\":\"info\",\"event\":\"request.access\",\"bytes_in\":")
-        w.put(decimal: bytesIn)
-        w.put(",\"bytes_out\":")
-        w.put(decimal: bytesOut)
-        w.put(",\"client\":\"")
-        w.put(address: client)
-        w.put("\",\"duration_ms\":")
-        w.put(thousandths: durationMillis)
+    private func write(into w: inout TextBuilder, second: [UInt8], milliseconds: Int) {
+        w.append("{\"time\":")
+        w.append(bytes: second)
+        w.append(decimal: UInt64(milliseconds / 100))
+        w.append(decimal: UInt64(milliseconds / 10 % 10))
+        w.append(decimal: UInt64(milliseconds % 10))
+        w.append("Z\",\"level\":\"info\",\"event\":\"request.access\",\"bytes_in\":")
+        w.append(decimal: bytesIn)
+        w.append(",\"bytes_out\":")
+        w.append(decimal: bytesOut)
+        w.append(",\"client\":\"")
+        client.append(to: &w)
+        w.append("\",\"duration_ms\":")
+        w.append(thousandths: durationMillis)
         if let request {
-            w.put(",\"host\":")
-            w.put(quoted: request.host)
+            w.append(",\"host\":")
+            w.append(jsonQuoted: request.host, style: .log)
         }
-        if incomplete { w.put(",\"incomplete\":true") }
-        if intercepted { w.put(",\"intercepted\":true") }
+        if incomplete { w.append(",\"incomplete\":true") }
+        if intercepted { w.append(",\"intercepted\":true") }
         if let request {
-            w.put(",\"method\":")
-            w.put(quoted: request.method)
+            w.append(",\"method\":")
+            w.append(jsonQuoted: request.method, style: .log)
         }
         if let client = requestID.client {
-            w.put(",\"request_id\":")
-            w.put(quoted: client)
+            w.append(",\"request_id\":")
+            w.append(jsonQuoted: client, style: .log)
         } else {
-            w.put(",\"request_id\":\"")
-            w.put(escaped: requestID.prefix)
-            w.put(UInt8(ascii: "-"))
-            w.put(integer: requestID.worker)
-            w.put(UInt8(ascii: "-"))
-            w.put(hex: requestID.serial)
-            w.put(UInt8(ascii: "\""))
+            w.append(",\"request_id\":\"")
+            w.append(jsonEscaped: requestID.prefix, style: .log)
+            w.append(byte: UInt8(ascii: "-"))
+            w.append(decimal: requestID.worker)
+            w.append(byte: UInt8(ascii: "-"))
+            w.append(hex: requestID.serial)
+            w.append(byte: UInt8(ascii: "\""))
         }
         if resumed > 0 {
-            w.put(",\"resumed\":")
-            w.put(decimal: UInt64(resumed))
+            w.append(",\"resumed\":")
+            w.append(decimal: UInt64(resumed))
         }
         if let task, task.metrics.requestSent != 0 {
-            task.metrics.reused ? w.put(",\"reused\":true") : w.put(",\"reused\":false")
+            task.metrics.reused ? w.append(",\"reused\":true") : w.append(",\"reused\":false")
         }
         if let route {
-            w.put(",\"route\":")
-            w.put(quoted: route)
+            w.append(",\"route\":")
+            w.append(jsonQuoted: route, style: .log)
         }
         if let task {
-            w.put(",\"state\":")
-            w.put(quoted: task.state)
+            w.append(",\"state\":")
+            w.append(jsonQuoted: task.state, style: .log)
         }
-        w.put(",\"status\":")
-        w.put(integer: status)
+        w.append(",\"status\":")
+        w.append(decimal: status)
         if let request {
-            w.put(",\"target\":")
-            w.put(quoted: request.target)
+            w.append(",\"target\":")
+            w.append(jsonQuoted: request.target, style: .log)
         }
         if let task { Self.writeTimings(task.metrics, into: &w) }
         if let tunnel {
-            w.put(",\"tunnel\":")
-            w.put(quoted: tunnel)
+            w.append(",\"tunnel\":")
+            w.append(jsonQuoted: tunnel, style: .log)
         }
         if let upstream {
-            w.put(",\"upstream\":\"")
-            w.put(address: upstream)
-            w.put(UInt8(ascii: "\""))
+            w.append(",\"upstream\":\"")
+            upstream.append(to: &w)
+            w.append(byte: UInt8(ascii: "\""))
         }
         if let upstreamTiming {
-            w.put(",\"upstream_ms\":")
-            w.put(thousandths: upstreamTiming.millis)
-            upstreamTiming.reused ? w.put(",\"upstream_reused\":true") : w.put(",\"upstream_reused\":false")
+            w.append(",\"upstream_ms\":")
+            w.append(thousandths: upstreamTiming.millis)
+            upstreamTiming.reused ? w.append(",\"upstream_reused\":true") : w.append(",\"upstream_reused\":false")
         }
-        w.put("}\n")
+        w.append("}\n")
     }
 
     /// `,"timings":{...}` with the phases that happened, keys in sorted order (as
     /// `JSONLogHandler` sorts a nested dictionary): connect, dns, request_sent, tls, total, ttfb.
-    private static func writeTimings(_ m: TaskMetrics, into w: inout LineWriter) {
-        w.put(",\"timings\":{")
+    private static func writeTimings(_ m: TaskMetrics, into w: inout TextBuilder) {
+        w.append(",\"timings\":{")
         var first = true
         func field(_ key: StaticString, _ millis: Double?) {
             guard let millis else { return }
-            if !first { w.put(UInt8(ascii: ",")) }
+            if !first { w.append(byte: UInt8(ascii: ",")) }
             first = false
-            w.put(key)
-            w.put(thousandths: millis)
+            w.append(key)
+            w.append(thousandths: millis)
         }
         field("\"connect\":", m.connectMillis)
         field("\"dns\":", m.dnsMillis)
@@ -193,6 +194,6 @@ struct AccessRecord {
         field("\"tls\":", m.tlsMillis)
         field("\"total\":", m.totalMillis)
         field("\"ttfb\":", m.ttfbMillis)
-        w.put(UInt8(ascii: "}"))
+        w.append(byte: UInt8(ascii: "}"))
     }
 }

@@ -43,22 +43,9 @@ struct JSONLineEncoder {
 
     /// An integer in decimal, as `String(describing:)` writes it, without a String.
     mutating func appendInteger<T: BinaryInteger>(_ value: T) {
-        withLineWriter(room: 24) { $0.put(integer: value) }
+        TextBuilder.withBytes(capacity: 24, { $0.append(decimal: value) }) { bytes.append(contentsOf: $0) }
     }
 
-    /// Lowercase hexadecimal, as `String(value, radix: 16)` writes it.
-    mutating func appendHex(_ value: UInt64) {
-        withLineWriter(room: 16) { $0.put(hex: value) }
-    }
-
-    /// What `write` puts in a `LineWriter` over `room` bytes of the stack, appended once.
-    private mutating func withLineWriter(room: Int, _ write: (inout LineWriter) -> Void) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: room) { buf in
-            var w = LineWriter(buf)
-            write(&w)
-            bytes.append(contentsOf: w.written)
-        }
-    }
 
     /// A metadata value: strings as strings; Int/Double/Bool held in
     /// `.stringConvertible` as JSON numbers and booleans; dictionaries and
@@ -139,12 +126,6 @@ struct JSONLineEncoder {
             timestamps.text = Array(e.bytes.dropLast(5))  // without `000Z"`
         }
         return (timestamps.text, Int(now.tv_nsec / 1_000_000))
-    }
-
-    /// What `number.description` writes, without a String when `number` is a whole number of
-    /// thousandths below a billion (a duration in milliseconds rounded to microseconds).
-    mutating func appendThousandths(_ number: Double) {
-        withLineWriter(room: 40) { $0.put(thousandths: number) }
     }
 
     mutating func appendTimestamp(seconds: time_t, milliseconds: Int) {
