@@ -19,7 +19,7 @@ final class CacheState {
     var body: [UInt8] = []
     var teeing = false
     var maxObject = 0
-    /// The response's `Cache-Status` (RFC 9211).
+    /// The response's `Cache-Status` (RFC 9211), which `writeResponseHead` writes.
     var status: CacheStatus?
     /// What `.deliverCachedResponse` writes.
     var hit: ResponseCache.Hit?
@@ -114,10 +114,9 @@ extension Exchange {
             state.upstreamHead = head
             state.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: state.maxObject)
         }
-        if var status = state.status {
-            status.fwdStatus = state.fill != nil ? head.status : nil
-            if response != nil { status.append(to: &response!.headers) }
-        }
+        // Written with the head (`writeResponseHead`), not added to it: the relayed head's
+        // fields are shared with `upstreamHead`, and appending would copy them.
+        if state.status != nil { state.status!.fwdStatus = state.fill != nil ? head.status : nil }
         return false
     }
 
@@ -165,8 +164,8 @@ extension Exchange {
         guard let state = cache, let hit = state.hit else { return }
         state.hit = nil
         releaseUpstream(bodyReadToEnd: true)
-        var head = hit.notModified ? ResponseCache.notModifiedHead(hit.head) : hit.head
-        (state.status ?? hit.status).append(to: &head.headers)
+        let head = hit.notModified ? ResponseCache.notModifiedHead(hit.head) : hit.head
+        if state.status == nil { state.status = hit.status }   // written with the head
         let framing = head.framing(requestMethod: request.method)
         response = head
         responseStatus = head.status

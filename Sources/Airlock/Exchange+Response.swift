@@ -106,7 +106,10 @@ extension Exchange {
                                  out: responseOut, requestMethod: request.method,
                                  keepAlive: clientKeepAlive, clientVersion: request.version,
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
-                                 idSerial: id.serial, clientID: id.client, idPrefix: worker.idPrefix, into: &worker.headWriter)
+                                 idSerial: id.serial, clientID: id.client, idPrefix: worker.idPrefix, into: &worker.headWriter) { w in
+            // A cached route's responses say what the cache did (RFC 9211).
+            if let status = cache?.status { status.write(into: &w) }
+        }
         worker.headWriter.withBytes { clientStream.write($0) }
     }
 

@@ -73,11 +73,14 @@ public enum ForwardingHeads {
     }
 
     /// The response head sent to the client (with our Via line: RFC 9110 7.6.3 asks it of
-    /// every message a proxy forwards, responses too).
+    /// every message a proxy forwards, responses too). `extraFields` writes fields of Airlock's
+    /// own after the upstream's (the cache's `Age` and `Cache-Status`), so the parsed head is
+    /// never copied to carry them.
     public static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
                                 requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,
                                 viaToken: String, viaToken11: String, idSerial: UInt64, clientID: String?,
-                                idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter) {
+                                idPrefix: HeadWriter.FieldPrefix, into w: inout HeadWriter,
+                                extraFields: (inout HeadWriter) -> Void = { _ in }) {
         w.statusLine(status: resp.status, reason: resp.reason)
         let tokens = HopByHop.connectionTokens(resp.headers)
         for i in 0..<resp.headers.count {
@@ -92,6 +95,7 @@ public enum ForwardingHeads {
             if HopByHop.isHopByHop(resp.headers, at: i, connectionTokens: tokens) { continue }
             w.field(from: resp.headers, at: i)
         }
+        extraFields(&w)
         w.field("Via", value: resp.version == .http10 ? "1.0 \(viaToken)" : viaToken11)
         RequestIDField.write(serial: idSerial, client: clientID, ownPrefix: idPrefix, into: &w)
         switch (out, framing) {

@@ -50,10 +50,11 @@ public struct CacheStatus: Sendable, Equatable {
     /// The list member, parameters in RFC 9211's order.
     public var fieldValue: String { TextBuilder.string(capacity: capacity) { write(&$0) } }
 
-    /// Appends `Cache-Status: <fieldValue>` to `headers`, the value's bytes written on the stack
-    /// (no String or array made for it: every cached exchange's response carries one).
-    public func append(to headers: inout HTTPHeaders) {
-        TextBuilder.withBytes(capacity: capacity, { write(&$0) }) { headers.append(name: "Cache-Status", valueBytes: $0) }
+    /// Writes `Cache-Status: <fieldValue>` into a head being written, the value's bytes in place
+    /// (no String, array or copy of the head's fields made for it: every cached exchange's
+    /// response carries one).
+    public func write(into w: inout HeadWriter) {
+        w.field("Cache-Status", capacity: capacity) { write(&$0) }
     }
 
     /// Room for the longest member: every part, a 20-digit `ttl` and `fwd-status`, the detail.

@@ -108,6 +108,24 @@ public struct HeadWriter: ~Copyable {
         appendCRLF()
     }
 
+    /// "Name: value\r\n" with the value written in place by `build` (at most `capacity` bytes;
+    /// a `TextBuilder` traps past it), then checked like any other value: no String or array
+    /// made for it (a `Cache-Status` on every cached exchange).
+    public mutating func field(_ name: StaticString, capacity: Int, _ build: (inout TextBuilder) -> Void) {
+        appendToken(Self.bytes(of: name))
+        appendColonSpace()
+        let out = reserve(capacity + 2)
+        var text = TextBuilder(UnsafeMutableRawBufferPointer(start: out, count: capacity))
+        build(&text)
+        let n = text.count
+        let value = UnsafeMutableBufferPointer(start: out, count: n)
+        if !ByteClass.allFieldValueBytes(UnsafeRawBufferPointer(value)) {
+            for k in 0..<n where !ByteClass.isFieldValueByte(value[k]) { value[k] = ByteClass.sp }
+        }
+        count += n
+        appendCRLF()
+    }
+
     /// The fixed start of a field written on every exchange, e.g. "X-Request-Id: ab12-0-":
     /// checked once when made (as `field(name:value:)` checks), then copied in one move.
     public struct FieldPrefix: Sendable {

@@ -77,6 +77,20 @@ final class HeadWriterTests: XCTestCase {
             + "Via: 1.1 a  X: y\r\nBadName: v\r\n")
     }
 
+    /// A value built in place is checked like any other: a CR, LF or NUL written into it
+    /// becomes SP, and the writer grows for the room asked (not for what was written).
+    func testValueBuiltInPlaceIsCheckedAndGrowsTheWriter() {
+        var writer = HeadWriter(capacity: 64)
+        writer.field("X-Built", capacity: 8) { $0.append("a\r\nX: y") }
+        writer.field("X-Built", capacity: 200) { out in
+            for _ in 0..<20 { out.append("0123456789") }
+        }
+        writer.field("X-Empty", capacity: 0) { _ in }
+        writer.field("Bad Name", capacity: 4) { $0.append("v\u{0}") }
+        XCTAssertEqual(text(writer), "X-Built: a  X: y\r\nX-Built: " + String(repeating: "0123456789", count: 20) + "\r\n"
+            + "X-Empty: \r\nBadName: v \r\n")
+    }
+
     func testWriterGrowsPastItsCapacityAndKeepsEveryByte() {
         var writer = HeadWriter(capacity: 16)
         let long = String(repeating: "abcdefghij", count: 1_000)
