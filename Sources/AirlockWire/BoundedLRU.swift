@@ -178,8 +178,14 @@ extension BoundedLRU {
     @discardableResult
     @inlinable
     public mutating func removeLeastRecent() -> (key: Key, value: Value)? {
-        guard let oldest = leastRecent else { return nil }
-        remove(oldest.key)
-        return oldest
+        guard tail >= 0 else { return nil }
+        let i = tail
+        unlink(i)
+        // Moved out of their slots (no copy of the value to release again), then unindexed.
+        let key = keys[i].take()!
+        let value = values[i].take()!
+        index.removeValue(forKey: key)
+        free.append(i)
+        return (key, value)
     }
 }

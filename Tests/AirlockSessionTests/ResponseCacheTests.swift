@@ -758,6 +758,27 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertNotEqual(CacheKey(url: "http://o.test/ab", variant: "c"), CacheKey(url: "http://o.test/a", variant: "bc"))
     }
 
+    /// A table probes with the key's stored hash mixed with the table's seed: equal keys agree
+    /// under one seed, and a seed one bit apart changes about half the bits for every key (so
+    /// two tables' bucket orders are unrelated, as with `Hasher`; a plain `hash ^ seed` would
+    /// flip one bit and keep them in step).
+    func testCacheKeyRawHashMixesTheTableSeedIntoEveryBit() {
+        var flipped = 0, seen: Set<Int> = []
+        for n in 0..<2_000 {
+            let key = CacheKey(url: "http://o.test/?n=\(n)")
+            XCTAssertEqual(key._rawHashValue(seed: 7), CacheKey(url: "http://o.test/?n=\(n)")._rawHashValue(seed: 7))
+            seen.insert(key._rawHashValue(seed: 7))
+            for bit in 0..<64 {
+                let a = key._rawHashValue(seed: 0x5EED), b = key._rawHashValue(seed: 0x5EED ^ (1 << bit))
+                let changed = (a ^ b).nonzeroBitCount
+                XCTAssertTrue((8...56).contains(changed), "seed bit \(bit) changed \(changed) bits of \(n)'s probe")
+                flipped += changed
+            }
+        }
+        XCTAssertEqual(seen.count, 2_000)
+        XCTAssertEqual(Double(flipped) / Double(2_000 * 64), 32, accuracy: 1)
+    }
+
     /// The URL key is written into a String sized beforehand: every port width, default ports left out.
     func testURLKeyAtEveryPortWidth() {
         for port: UInt16 in [1, 9, 10, 99, 100, 999, 1000, 8080, 9999, 10000, 65535] {
