@@ -185,6 +185,15 @@ public struct ResponseCache {
     public private(set) var counters = Counters()
     /// Bytes stored (entries' `bytes`), at most `limits.memory` after every call.
     public private(set) var bytes = 0
+    /// How many entries a purge drops at a time beyond those that bring the stored bytes back
+    /// within `memory`; the rest of the way to `purgeTo` is left to `purgeStep`, which the
+    /// executor calls on later loop turns. A purge of tens of thousands of small entries at
+    /// once held the worker's loop for 10-30 ms (every connection on it waited); nginx's cache
+    /// manager deletes at most `manager_files` (100) entries per turn for the same reason.
+    /// `.max` (the default): the whole purge at once, in the store that passed `memory`.
+    public var purgeSlice = Int.max
+    /// A purge to `purgeTo` is under way (it began when the stored bytes passed `memory`).
+    public private(set) var purging = false
 
     private var entries = BoundedLRU<CacheKey, Entry>(capacity: Int.max)
     /// Per URL whose stored responses vary: their `Vary` names (lower-case, in order) and the
@@ -427,14 +436,39 @@ public struct ResponseCache {
         return removed
     }
 
-    /// Past `memory`, the least recently used entries go until `purgeTo` is reached.
+    /// Past `memory`, the least recently used entries go until `purgeTo` is reached: at once
+    /// down to `memory` (the bound holds after every call), the rest `purgeSlice` entries at a
+    /// time, on this call (the whole way with the default slice) or on later `purgeStep`s.
     private mutating func purgeIfNeeded() {
-        guard bytes > limits.memory else { return }
-        while bytes > limits.purgeTo, let (key, entry) = entries.removeLeastRecent() {
+        if bytes > limits.memory { purging = true }
+        guard purging else { return }
+        evict(atMost: purgeSlice == .max ? .max : 0)
+    }
+
+    /// One slice of the purge under way: at most `purgeSlice` least recently used entries go
+    /// while the stored bytes are above `purgeTo`. True while more remain.
+    @discardableResult
+    public mutating func purgeStep() -> Bool {
+        guard purging else { return false }
+        evict(atMost: purgeSlice)
+        return purging
+    }
+
+    /// Drops least recently used entries while above `purgeTo`: every one needed to be within
+    /// `memory`, and `extra` more; the purge ends once `purgeTo` is reached.
+    private mutating func evict(atMost extra: Int) {
+        var dropped = 0
+        while bytes > limits.purgeTo {
+            if bytes <= limits.memory {
+                guard dropped < extra else { break }
+                dropped += 1
+            }
+            guard let (key, entry) = entries.removeLeastRecent() else { break }
             bytes -= entry.bytes
             forget(key)
             counters.evictions += 1
         }
+        purging = bytes > limits.purgeTo
     }
 
     // MARK: invalidation and admin
@@ -494,6 +528,7 @@ public struct ResponseCache {
             while entries.removeLeastRecent() != nil {}
             urls = [:]
             bytes = 0
+            purging = false
         }
         counters.invalidations += removed
         return removed

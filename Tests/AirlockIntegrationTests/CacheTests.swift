@@ -224,6 +224,42 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual(o.requests.count, 101)
     }
 
+    /// Past `memory` the store drops only what brings the cache back within it; the worker's
+    /// loop purges the rest of the way to `purge_to` in slices on its own turns (the purge of
+    /// ~200 small entries here takes two), with no further request to drive it.
+    func testAPurgeFinishesInSlicesOnTheLoopWithoutFurtherRequests() throws {
+        let (_, a, adminPort) = try start(cache: "{ memory: 256KiB, purge_to: 64KiB, max_object: 4KiB }") { _ in
+            TestResponse(headers: Self.fresh, body: .pattern(count: 100))
+        }
+        func cached() throws -> (bytes: Int, entries: Int) {
+            let route = try XCTUnwrap((try admin(adminPort, "GET", "/cache")["routes"] as? [[String: Any]])?.first)
+            return (try XCTUnwrap(route["bytes"] as? Int), try XCTUnwrap(route["entries"] as? Int))
+        }
+        // Stores until one passes `memory` (the entries stop growing by one), then no more requests.
+        var stored = 0
+        var state = (bytes: 0, entries: 0)
+        while stored < 2_000 {
+            XCTAssertEqual(try get(a, "/s/\(stored)").status, 200)
+            stored += 1
+            let now = try cached()
+            if now.entries <= state.entries { break }
+            XCTAssertEqual(now.entries, stored, "every response stored until memory is passed")
+            state = now
+        }
+        XCTAssertLessThan(stored, 2_000, "the cache passed its memory")
+        state = try cached()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while state.bytes > 64 << 10, ContinuousClock.now < deadline {
+            usleep(20_000)
+            state = try cached()
+        }
+        XCTAssertLessThanOrEqual(state.bytes, 64 << 10, "purged to purge_to by the loop alone")
+        XCTAssertGreaterThan(state.entries, 0, "down to purge_to, not emptied")
+        let evictions = try Fixture.metrics(admin: adminPort).value("airlock_cache_evictions_total", ["route": "api"]) ?? 0
+        XCTAssertEqual(Int(evictions), stored - state.entries, "every store not still held was evicted")
+        XCTAssertGreaterThan(evictions, 128, "more than one slice")
+    }
+
     /// A response the route's validation rejects is never stored, even in report-only mode
     /// where the client gets it.
     func testARejectedResponseIsNeverStored() throws {

@@ -549,6 +549,60 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(roomier.counters.evictions, 2)
     }
 
+    /// With a purge slice, the store that passes `memory` drops only what brings the cache back
+    /// within it; each `purgeStep` then drops at most a slice more, least recently used first,
+    /// until `purgeTo`. The end is the same as the whole purge at once, entry for entry.
+    func testAPurgeInSlicesEndsWhereTheWholePurgeDoes() throws {
+        let fresh = ok(date0, "Cache-Control: max-age=600")
+        let body = [UInt8](repeating: 7, count: 200)
+        var probe = ResponseCache()
+        fill(&probe, get("/0"), fresh, body: body, at: t0)
+        let each = try XCTUnwrap(probe.listing(now: t0).first).bytes
+        let limits = ResponseCache.Limits(memory: 20 * each + each / 2, purgeTo: 5 * each + 10, maxObject: 2 * each)
+        var whole = ResponseCache(limits: limits)
+        var sliced = ResponseCache(limits: limits)
+        sliced.purgeSlice = 4
+        for n in 0..<20 {
+            fill(&whole, get("/\(n)"), fresh, body: body, at: t0)
+            fill(&sliced, get("/\(n)"), fresh, body: body, at: t0)
+        }
+        for n in [3, 0, 7] {   // used again: the most recent now
+            _ = whole.lookup(url: "http://o.test/\(n)", request: get("/\(n)"), now: t0)
+            _ = sliced.lookup(url: "http://o.test/\(n)", request: get("/\(n)"), now: t0)
+        }
+        XCTAssertFalse(sliced.purging)
+        fill(&whole, get("/20"), fresh, body: body, at: t0)
+        fill(&sliced, get("/20"), fresh, body: body, at: t0)
+        XCTAssertEqual(whole.count, 5)
+        XCTAssertFalse(whole.purging)
+        XCTAssertEqual(sliced.count, 20, "only the one entry that passed memory went")
+        XCTAssertTrue(sliced.purging)
+        var steps = 0
+        while sliced.purging {
+            let before = sliced.count
+            let more = sliced.purgeStep()
+            steps += 1
+            XCTAssertEqual(more, sliced.purging)
+            XCTAssertLessThanOrEqual(before - sliced.count, 4, "at most a slice per step")
+            XCTAssertLessThanOrEqual(sliced.bytes, limits.memory)
+            XCTAssertLessThan(steps, 10, "the purge ends")
+            if steps >= 10 { break }
+        }
+        XCTAssertEqual(steps, 4, "15 entries in slices of 4")
+        XCTAssertEqual(sliced.listing(now: t0).map(\.url), whole.listing(now: t0).map(\.url))
+        XCTAssertEqual(sliced.listing(now: t0).map(\.url), ["/20", "/7", "/0", "/3", "/19"].map { "http://o.test" + $0 })
+        XCTAssertEqual(sliced.counters.evictions, whole.counters.evictions)
+        XCTAssertFalse(sliced.purgeStep(), "nothing to do once purge_to is reached")
+        XCTAssertEqual(sliced.count, 5)
+
+        // A purge under way that removals finish (here DELETE /cache) ends without dropping more.
+        for n in 21..<37 { fill(&sliced, get("/\(n)"), fresh, body: body, at: t0) }
+        XCTAssertTrue(sliced.purging)
+        sliced.remove(url: nil)
+        XCTAssertFalse(sliced.purging)
+        XCTAssertFalse(sliced.purgeStep())
+    }
+
     /// An entry counts more than its text: the key, the tables' slots and the allocator's
     /// headers (`entryOverhead`), so many tiny responses cannot hold many times `memory`.
     func testAnEntryCountsItsOverheadBesidesItsText() throws {
@@ -624,9 +678,17 @@ final class ResponseCacheTests: XCTestCase {
     /// answers of every kind, aborted fills, invalidations, removals, time passing): after each,
     /// the stored bytes equal the entries' sum and stay within `memory`, no entry passes
     /// `max_object`, and every fill's waiters are released exactly once.
-    func testInvariantsHoldOverRandomOperations() {
+    func testInvariantsHoldOverRandomOperations() { invariantsHoldOverRandomOperations(purgeSlice: .max) }
+
+    /// The same with purges in slices of two entries, stepped between the operations (as the
+    /// executor steps them on later loop turns).
+    func testInvariantsHoldOverRandomOperationsWithPurgesInSlices() { invariantsHoldOverRandomOperations(purgeSlice: 2) }
+
+    private func invariantsHoldOverRandomOperations(purgeSlice: Int) {
         let limits = ResponseCache.Limits(memory: 40_000, purgeTo: 25_000, maxObject: 6_000)
         var cache = ResponseCache(limits: limits)
+        cache.purgeSlice = purgeSlice
+        var purgeSteps = 0
         var state: UInt64 = 9111
         func next(_ n: Int) -> Int {
             state &+= 0x9E37_79B9_7F4A_7C15
@@ -674,6 +736,12 @@ final class ResponseCacheTests: XCTestCase {
                 cache.invalidate(method: .post, url: "http://o.test/u\(next(40))", response: responseHead("HTTP/1.1 204 No Content"))
             default:
                 if next(50) == 0 { cache.remove(url: next(2) == 0 ? nil : "http://o.test/u\(next(40))") }
+                if cache.purging, next(2) == 0 {
+                    let before = cache.count
+                    cache.purgeStep()
+                    purgeSteps += 1
+                    XCTAssertLessThanOrEqual(before - cache.count, purgeSlice, "step \(step)")
+                }
                 now += Int64(next(5))
             }
             let rows = cache.listing(now: now)
@@ -688,6 +756,7 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(released, waited, "every waiter released exactly once")
         XCTAssertGreaterThan(cache.counters.hits, 100)
         XCTAssertGreaterThan(cache.counters.evictions, 10)
+        XCTAssertEqual(purgeSteps > 10, purgeSlice != .max, "a sliced purge was stepped, a whole one never under way")
         XCTAssertGreaterThan(cache.counters.refreshed, 10)
         XCTAssertGreaterThan(waited, 100)
     }
