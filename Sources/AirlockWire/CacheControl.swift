@@ -27,10 +27,11 @@ public struct CacheControl: Sendable, Equatable {
 
     public init() {}
 
-    /// Every `Cache-Control` field line of `headers`.
+    /// Every `Cache-Control` field line of `headers` (none: nothing read past one test).
     public init(_ headers: HTTPHeaders) {
+        guard headers.contains(.cacheControl) else { return }
         var seen = Seen()
-        for i in 0..<headers.count where headers.withNameBytes(at: i, { ByteClass.equalsLowercased($0, "cache-control") }) {
+        for i in 0..<headers.count where headers.known(at: i) == .cacheControl {
             headers.withValueBytes(at: i) { parse($0, &seen) }
         }
     }
@@ -54,7 +55,8 @@ public struct CacheControl: Sendable, Equatable {
         return value.withUTF8 { delta(UnsafeRawBufferPointer($0)) }
     }
 
-    static func delta(_ b: UnsafeRawBufferPointer) -> Int64 {
+    /// delta-seconds of bytes: 0 when empty or not all digits.
+    public static func delta(_ b: UnsafeRawBufferPointer) -> Int64 {
         guard !b.isEmpty else { return 0 }
         var n: Int64 = 0
         for c in b {

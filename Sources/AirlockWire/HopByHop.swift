@@ -4,13 +4,7 @@ public enum HopByHop {
     /// Proxy-Authorization, Transfer-Encoding, Content-Length (re-framed by the proxy) and any
     /// name listed in `connectionTokens` (as from `connectionTokens(headers)`), ignoring case.
     public static func isHopByHop(_ headers: HTTPHeaders, at i: Int, connectionTokens: [String]) -> Bool {
-        switch headers.known(at: i) {
-        case .connection, .proxyConnection, .keepAlive, .te, .trailer, .upgrade, .proxyAuthorization,
-             .transferEncoding, .contentLength:
-            return true
-        default:
-            break
-        }
+        if fields.contains(headers.known(at: i)) { return true }
         guard !connectionTokens.isEmpty else { return false }
         return headers.withNameBytes(at: i) { name in
             connectionTokens.contains { token in
@@ -20,10 +14,20 @@ public enum HopByHop {
         }
     }
 
+    /// The fields hop-by-hop by name: Connection, Proxy-Connection, Keep-Alive, TE, Trailer,
+    /// Upgrade, Proxy-Authorization, Transfer-Encoding, Content-Length.
+    /// (Built of constants, so a test of it folds to one mask.)
+    public static var fields: KnownField.Set {
+        KnownField.Set(bits: KnownField.connection.bit | KnownField.proxyConnection.bit | KnownField.keepAlive.bit
+            | KnownField.te.bit | KnownField.trailer.bit | KnownField.upgrade.bit | KnownField.proxyAuthorization.bit
+            | KnownField.transferEncoding.bit | KnownField.contentLength.bit)
+    }
+
     /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration), for
     /// `isHopByHop`. The common values cost no list: `keep-alive` names a field that is
     /// hop-by-hop anyway, so a head whose Connection says only that gives none.
     public static func connectionTokens(_ h: HTTPHeaders) -> [String] {
+        guard h.contains(.connection) || h.contains(.proxyConnection) else { return [] }
         var namesClose = false
         for i in 0..<h.count {
             let k = h.known(at: i)
