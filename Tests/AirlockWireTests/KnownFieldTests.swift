@@ -105,3 +105,19 @@ final class KnownFieldTests: XCTestCase {
                        ["cache-CONTROL", "ETAG", "age", "VARY", "Set-cookie", "Last-Modified", "expires", "X-Age", "range"])
     }
 }
+
+/// Which fields are hop-by-hop is `HopByHop`'s list, whatever else is known.
+final class HopByHopKnownFieldsTests: XCTestCase {
+    func testOnlyTheHopByHopFieldsAreHopByHop() {
+        let hopByHop: [KnownField] = [.connection, .proxyConnection, .keepAlive, .te, .trailer, .upgrade, .proxyAuthorization,
+                                      .transferEncoding, .contentLength]
+        for field in KnownField.allCases where field != .other {
+            for name in [field.canonicalName, field.canonicalName.lowercased()] {
+                var h = HTTPHeaders()
+                h.append(name: name, value: "1")
+                XCTAssertEqual(HopByHop.isHopByHop(h, at: 0, connectionTokens: []), hopByHop.contains(field), name)
+                XCTAssertEqual(HopByHop.fields.contains(field), hopByHop.contains(field), name)
+            }
+        }
+    }
+}
