@@ -145,7 +145,8 @@ extension ResponseCache {
 
     /// The first member of `Age` as delta-seconds (all digits, else 0), read where it lies.
     static func ageValue(_ headers: HTTPHeaders) -> Int64 {
-        headers.withFirstListElement(.age) { CacheControl.delta($0) } ?? 0
+        guard headers.contains(.age) else { return 0 }   // nearly always: not even the generic call
+        return headers.withFirstListElement(.age) { CacheControl.delta($0) } ?? 0
     }
 
     static func hasValidator(_ headers: HTTPHeaders) -> Bool {

@@ -28,7 +28,7 @@ public struct CacheControl: Sendable, Equatable {
     public init() {}
 
     /// Every `Cache-Control` field line of `headers` (none: nothing read past one test).
-    public init(_ headers: HTTPHeaders) {
+    public init(_ headers: __shared HTTPHeaders) {
         guard headers.contains(.cacheControl) else { return }
         var seen = Seen()
         for i in 0..<headers.count where headers.known(at: i) == .cacheControl {

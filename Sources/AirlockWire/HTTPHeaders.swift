@@ -296,14 +296,19 @@ public struct HTTPHeaders: Sendable, Equatable {
     @inline(__always)
     private func filtered(reserving extra: Int, keeping keep: (Int, Entry) -> Bool) -> HTTPHeaders {
         var out = HTTPHeaders()
-        var kept: [Entry] = []
-        kept.reserveCapacity(entries.count + (extra > 0 ? 1 : 0))
         var bytes = 0
         var known: UInt32 = 0
-        for i in entries.indices where keep(i, entries[i]) {
-            kept.append(entries[i])
-            bytes += Int(entries[i].nameCount + entries[i].valueCount)
-            known |= entries[i].known.bit
+        // Room for one more entry when the caller appends a field next.
+        var kept = [Entry](unsafeUninitializedCapacity: entries.count + (extra > 0 ? 1 : 0)) { buffer, count in
+            count = 0
+            entries.withUnsafeBufferPointer { fields in
+                for i in 0..<fields.count where keep(i, fields[i]) {
+                    buffer.initializeElement(at: count, to: fields[i])
+                    count += 1
+                    bytes += Int(fields[i].nameCount + fields[i].valueCount)
+                    known |= fields[i].known.bit
+                }
+            }
         }
         out.knownFields = known
         // One allocation of the kept bytes (and `extra`), each field's name and value copied once.

@@ -50,6 +50,9 @@ public enum HopByHop {
     /// What a Connection value lists: only `keep-alive`, `close` (and maybe `keep-alive`),
     /// or other names.
     private static func connectionOptions(_ v: UnsafeRawBufferPointer) -> ConnectionOptions {
+        // The usual values whole, a word at a time (anything else, or unsure: the scan below).
+        if KnownField.matches(v, "keep-alive") { return .keepAliveOnly }
+        if KnownField.matches(v, "close") { return .closeOrKeepAlive }
         var close = false
         var i = 0
         while i < v.count {

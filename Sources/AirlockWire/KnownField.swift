@@ -79,7 +79,7 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
     /// Classifies field-name bytes, ignoring ASCII case. Dispatches on length first, then (where
     /// several names share a length) on the first letter, and compares the name a word at a time.
     static func classify(_ name: UnsafeRawBufferPointer) -> KnownField {
-        let eq = Self.matches
+        @inline(__always) func eq(_ name: UnsafeRawBufferPointer, _ lowered: StaticString) -> Bool { matches(name, lowered) }
         switch name.count {
         case 2: return eq(name, "te") ? .te : .other
         case 3:
