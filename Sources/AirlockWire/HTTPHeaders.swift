@@ -6,16 +6,17 @@
 /// Fields added with `append` are not validated here: the parsers validate what comes off the
 /// wire, and `HeadWriter` defends what goes onto it.
 public struct HTTPHeaders: Sendable, Equatable {
+    @usableFromInline
     struct Entry: Sendable {
         var nameStart: UInt32
         var nameCount: UInt32
         var valueStart: UInt32
         var valueCount: UInt32
-        var known: KnownField
+        @usableFromInline var known: KnownField
     }
 
     private(set) var storage: [UInt8] = []
-    private(set) var entries: [Entry] = []
+    @usableFromInline private(set) var entries: [Entry] = []
     /// The known fields held, one bit each (`KnownField.bit`): whether a head has a field is
     /// one test, and most look-ups of a field it lacks end there.
     private(set) var knownFields: UInt32 = 0
@@ -42,6 +43,8 @@ public struct HTTPHeaders: Sendable, Equatable {
         withValueBytes(at: i) { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Inlinable: the serializers ask it of every field they relay.
+    @inlinable
     public func known(at i: Int) -> KnownField { entries[i].known }
 
     public func withNameBytes<R>(at i: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

@@ -3,10 +3,19 @@ public enum HopByHop {
     /// True for Connection, Proxy-Connection, Keep-Alive, TE, Trailer, Upgrade,
     /// Proxy-Authorization, Transfer-Encoding, Content-Length (re-framed by the proxy) and any
     /// name listed in `connectionTokens` (as from `connectionTokens(headers)`), ignoring case.
+    /// Inlinable: the serializers ask it of every field they relay, nearly always answered by
+    /// the field's kind alone.
+    @inlinable
     public static func isHopByHop(_ headers: HTTPHeaders, at i: Int, connectionTokens: [String]) -> Bool {
         if fields.contains(headers.known(at: i)) { return true }
         guard !connectionTokens.isEmpty else { return false }
-        return headers.withNameBytes(at: i) { name in
+        return isListed(headers, at: i, connectionTokens: connectionTokens)
+    }
+
+    /// Whether field `i`'s name is one of `connectionTokens`, ignoring case.
+    @usableFromInline
+    static func isListed(_ headers: HTTPHeaders, at i: Int, connectionTokens: [String]) -> Bool {
+        headers.withNameBytes(at: i) { name in
             connectionTokens.contains { token in
                 var token = token
                 return token.withUTF8 { ByteClass.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
@@ -17,6 +26,7 @@ public enum HopByHop {
     /// The fields hop-by-hop by name: Connection, Proxy-Connection, Keep-Alive, TE, Trailer,
     /// Upgrade, Proxy-Authorization, Transfer-Encoding, Content-Length.
     /// (Built of constants, so a test of it folds to one mask.)
+    @inlinable
     public static var fields: KnownField.Set {
         KnownField.Set(bits: KnownField.connection.bit | KnownField.proxyConnection.bit | KnownField.keepAlive.bit
             | KnownField.te.bit | KnownField.trailer.bit | KnownField.upgrade.bit | KnownField.proxyAuthorization.bit

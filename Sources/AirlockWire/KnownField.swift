@@ -48,12 +48,12 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
     }
 
     /// This field's bit in a `Set` (and in `HTTPHeaders`' set of the known fields it holds).
-    @inline(__always)
+    @inlinable
     var bit: UInt32 { 1 << UInt32(rawValue) }
 
     /// Some known fields, one bit each (no allocation): e.g. the fields a cache never stores.
     public struct Set: Sendable, Equatable {
-        let bits: UInt32
+        @usableFromInline let bits: UInt32
 
         public init(_ fields: KnownField...) {
             var bits: UInt32 = 0
@@ -61,8 +61,10 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
             self.bits = bits
         }
 
+        @inlinable
         init(bits: UInt32) { self.bits = bits }
 
+        @inlinable
         public func contains(_ field: KnownField) -> Bool { bits & field.bit != 0 }
 
         public func union(_ other: Set) -> Set { Set(bits: bits | other.bits) }
