@@ -25,11 +25,19 @@ public struct CacheControl: Sendable, Equatable {
     /// RFC 9111 1.2.2: the greatest delta-seconds a cache must keep.
     public static let maxDelta: Int64 = 2_147_483_648
 
+    @inlinable
     public init() {}
 
-    /// Every `Cache-Control` field line of `headers` (none: nothing read past one test).
+    /// Every `Cache-Control` field line of `headers`. Inlinable: a head without one (nearly
+    /// every request and most responses) costs its caller one bit test.
+    @inlinable
     public init(_ headers: __shared HTTPHeaders) {
-        guard headers.contains(.cacheControl) else { return }
+        self.init()
+        if headers.contains(.cacheControl) { self = CacheControl(lines: headers) }
+    }
+
+    @usableFromInline
+    init(lines headers: __shared HTTPHeaders) {
         var seen = Seen()
         for i in 0..<headers.count where headers.known(at: i) == .cacheControl {
             headers.withValueBytes(at: i) { parse($0, &seen) }

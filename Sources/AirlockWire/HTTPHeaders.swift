@@ -19,7 +19,7 @@ public struct HTTPHeaders: Sendable, Equatable {
     @usableFromInline private(set) var entries: [Entry] = []
     /// The known fields held, one bit each (`KnownField.bit`): whether a head has a field is
     /// one test, and most look-ups of a field it lacks end there.
-    private(set) var knownFields: UInt32 = 0
+    @usableFromInline private(set) var knownFields: UInt32 = 0
 
     public init() {}
 
@@ -136,6 +136,7 @@ public struct HTTPHeaders: Sendable, Equatable {
         }
     }
 
+    @inlinable
     public func contains(_ field: KnownField) -> Bool { knownFields & field.bit != 0 }
 
     /// Every value of a known field, in order.
