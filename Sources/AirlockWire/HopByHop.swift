@@ -39,15 +39,22 @@ public enum HopByHop {
     public static func connectionTokens(_ h: HTTPHeaders) -> [String] {
         guard h.contains(.connection) || h.contains(.proxyConnection) else { return [] }
         var namesClose = false
-        for i in 0..<h.count {
-            let k = h.known(at: i)
-            guard k == .connection || k == .proxyConnection else { continue }
-            switch h.withValueBytes(at: i, connectionOptions) {
-            case .keepAliveOnly: continue
-            case .closeOrKeepAlive: namesClose = true
-            case .otherNames: return h.tokens(.connection) + h.tokens(.proxyConnection)
+        var otherNames = false
+        h.storage.withUnsafeBytes { all in
+            h.entries.withUnsafeBufferPointer { fields in
+                for e in fields where e.known == .connection || e.known == .proxyConnection {
+                    let start = Int(e.valueStart)
+                    switch connectionOptions(UnsafeRawBufferPointer(rebasing: all[start..<(start + Int(e.valueCount))])) {
+                    case .keepAliveOnly: continue
+                    case .closeOrKeepAlive: namesClose = true
+                    case .otherNames:
+                        otherNames = true
+                        return
+                    }
+                }
             }
         }
+        if otherNames { return h.tokens(.connection) + h.tokens(.proxyConnection) }
         // The common values, without building the token list: "keep-alive" names a field
         // that is hop-by-hop anyway; "close" names one only when a field is called Close.
         return namesClose ? closeOption : []
