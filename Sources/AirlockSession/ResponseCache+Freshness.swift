@@ -62,33 +62,22 @@ extension ResponseCache {
             let headers = response.headers
             control = CacheControl(headers)
             date = dateValue(headers, responseTime: responseTime)
-            // The last `Expires` (and how many) and the first `Last-Modified`, in one pass.
-            var expires: Int?
-            var expiresCount = 0
-            var lastModified: Int?
-            headers.forEachField(named: ["expires", "last-modified"]) { i, name in
-                if name == 0 {
-                    expiresCount += 1
-                    expires = i
-                } else if lastModified == nil {
-                    lastModified = i
-                }
-            }
-            hasExpires = expiresCount > 0
-            lifetime = Self.lifetime(response, control: control, date: date, expires: expires, expiresCount: expiresCount,
-                                     lastModified: lastModified, heuristicPercent: heuristicPercent)
+            // The last `Expires` and how many (none: one test of the head's known fields).
+            let expires = headers.lastIndex(.expires)
+            hasExpires = expires != nil
+            lifetime = Self.lifetime(response, control: control, date: date, expires: expires, heuristicPercent: heuristicPercent)
         }
 
-        private static func lifetime(_ response: ResponseHead, control cc: CacheControl, date: Int64, expires: Int?,
-                                     expiresCount: Int, lastModified: Int?, heuristicPercent: Int?) -> Int64 {
+        private static func lifetime(_ response: ResponseHead, control cc: CacheControl, date: Int64,
+                                     expires: (index: Int, count: Int)?, heuristicPercent: Int?) -> Int64 {
             if let s = cc.sMaxAge { return s }
             if let m = cc.maxAge { return m }
             if let expires {
-                guard expiresCount == 1, let at = response.headers.date(at: expires) else { return 0 }
+                guard expires.count == 1, let at = response.headers.date(at: expires.index) else { return 0 }
                 return max(0, at - date)
             }
             if let percent = heuristicPercent, isHeuristicallyCacheable(response.status),
-               let lastModified, let modified = response.headers.date(at: lastModified),
+               let modified = response.headers.firstDate(.lastModified),
                modified < date {
                 return (date - modified) * Int64(percent) / 100
             }
@@ -109,17 +98,11 @@ extension ResponseCache {
         let qcc = CacheControl(request.headers)
         if rcc.noStore || qcc.noStore { return .noStore }
         if rcc.isPrivate { return .private }
-        if !(rcc.isPublic || rcc.sMaxAge != nil || rcc.mustRevalidate), request.headers.firstIndex(lowercased: "authorization") != nil {
+        if !(rcc.isPublic || rcc.sMaxAge != nil || rcc.mustRevalidate), request.headers.contains(.authorization) {
             return .authorization
         }
-        var setCookie = false, vary = false
-        response.headers.forEachField(named: ["set-cookie", "vary"]) { _, name in
-            if name == 0 { setCookie = true } else { vary = true }
-        }
-        if setCookie { return .setCookie }
-        if vary, response.headers.listElements(name: "vary").contains("*") {
-            return .varyStar
-        }
+        if response.headers.contains(.setCookie) { return .setCookie }
+        if response.headers.containsToken(.vary, "*") { return .varyStar }
         return nil
     }
 
@@ -160,23 +143,22 @@ extension ResponseCache {
         return max(apparent, correctedAgeValue)
     }
 
+    /// The first member of `Age` as delta-seconds (all digits, else 0), read where it lies.
     static func ageValue(_ headers: HTTPHeaders) -> Int64 {
-        guard let first = headers.firstListElement(name: "age"), !first.isEmpty,
-              first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
-        else { return 0 }
-        return CacheControl.delta(first)
+        guard headers.contains(.age) else { return 0 }   // nearly always: not even the generic call
+        return headers.withFirstListElement(.age) { CacheControl.delta($0) } ?? 0
     }
 
     static func hasValidator(_ headers: HTTPHeaders) -> Bool {
-        headers.firstIndex(lowercased: "etag") != nil || headers.firstIndex(lowercased: "last-modified") != nil
+        headers.contains(.etag) || headers.contains(.lastModified)
     }
 
     /// The fields of a conditional request validating a stored response (4.3.1): its entity tag
     /// in `If-None-Match` and its `Last-Modified` in `If-Modified-Since`, whichever it has.
     public static func conditionalFields(for stored: HTTPHeaders) -> [CacheField] {
         var out: [CacheField] = []
-        if let tag = stored.first(name: "etag") { out.append(CacheField(name: "If-None-Match", value: tag)) }
-        if let modified = stored.first(name: "last-modified") { out.append(CacheField(name: "If-Modified-Since", value: modified)) }
+        if let tag = stored.first(.etag) { out.append(CacheField(name: "If-None-Match", value: tag)) }
+        if let modified = stored.first(.lastModified) { out.append(CacheField(name: "If-Modified-Since", value: modified)) }
         return out
     }
 
@@ -186,22 +168,20 @@ extension ResponseCache {
     /// without one, its `Date`) is not later. An invalid condition is ignored.
     public static func notModified(request: RequestHead, stored: ResponseHead) -> Bool {
         guard request.method == .get || request.method == .head else { return false }
-        var conditional = false   // most requests have neither condition: one pass to say so
-        request.headers.forEachField(named: ["if-none-match", "if-modified-since"]) { _, _ in conditional = true }
-        guard conditional else { return false }
-        let inm = request.headers.values(name: "if-none-match")
+        // Most requests have neither condition: one test says so.
+        guard request.headers.contains(.ifNoneMatch) || request.headers.contains(.ifModifiedSince) else { return false }
+        let inm = request.headers.values(.ifNoneMatch)
         if !inm.isEmpty {
             switch EntityTag.condition(inm.joined(separator: ", ")) {
             case .any: return true
             case .tags(let tags):
-                guard let mine = stored.headers.first(name: "etag").flatMap(EntityTag.init(parsing:)) else { return false }
+                guard let mine = stored.headers.first(.etag).flatMap(EntityTag.init(parsing:)) else { return false }
                 return tags.contains { $0.weakMatch(mine) }
             case .invalid: return false
             }
         }
-        guard let since = request.headers.first(name: "if-modified-since").flatMap(HTTPDate.parse) else { return false }
-        let modified = stored.headers.first(name: "last-modified").flatMap(HTTPDate.parse) ?? stored.headers.first(.date).flatMap(HTTPDate.parse)
-        guard let modified else { return false }
+        guard let since = request.headers.firstDate(.ifModifiedSince) else { return false }
+        guard let modified = stored.headers.firstDate(.lastModified) ?? stored.headers.firstDate(.date) else { return false }
         return modified <= since
     }
 
@@ -209,11 +189,17 @@ extension ResponseCache {
     /// `Cache-Control`, `Content-Location`, `Date`, `ETag`, `Expires`, `Vary` and `Age` (and
     /// `Last-Modified` when it has no `ETag`), no body.
     public static func notModifiedHead(_ served: ResponseHead) -> ResponseHead {
-        var kept: Set<String> = ["cache-control", "content-location", "date", "etag", "expires", "vary", "age"]
-        if served.headers.firstIndex(name: "etag") == nil { kept.insert("last-modified") }
+        let h = served.headers
+        let withoutETag = !h.contains(.etag)
         var headers = HTTPHeaders()
-        for i in 0..<served.headers.count where kept.contains(served.headers.name(at: i).lowercased()) {
-            headers.append(name: served.headers.name(at: i), value: served.headers.value(at: i))
+        for i in 0..<h.count {
+            switch h.known(at: i) {
+            case .cacheControl, .date, .etag, .expires, .vary, .age: break
+            case .lastModified where withoutETag: break
+            case .other where h.nameIs("content-location", at: i): break
+            default: continue
+            }
+            headers.append(name: h.name(at: i), value: h.value(at: i))
         }
         return ResponseHead(version: served.version, status: 304, reason: "Not Modified", headers: headers,
                             keepAlive: served.keepAlive, declaredFraming: .none)
@@ -222,14 +208,14 @@ extension ResponseCache {
     /// Whether a 304 is about this stored response (4.3.4): the same entity tag when the 304
     /// has one, else the same `Last-Modified` when it has one, else yes.
     static func notModifiedMatches(_ notModified: HTTPHeaders, stored: HTTPHeaders) -> Bool {
-        if let tagText = notModified.first(name: "etag") {
-            guard let tag = EntityTag(parsing: tagText), let mine = stored.first(name: "etag").flatMap(EntityTag.init(parsing:)) else {
+        if let tagText = notModified.first(.etag) {
+            guard let tag = EntityTag(parsing: tagText), let mine = stored.first(.etag).flatMap(EntityTag.init(parsing:)) else {
                 return false
             }
             return tag.weakMatch(mine) && tag.isWeak == mine.isWeak
         }
-        if let modified = notModified.first(name: "last-modified") {
-            return stored.first(name: "last-modified").flatMap(HTTPDate.parse) == HTTPDate.parse(modified)
+        if notModified.contains(.lastModified) {
+            return stored.firstDate(.lastModified) == notModified.firstDate(.lastModified)
         }
         return true
     }
@@ -253,11 +239,12 @@ extension ResponseCache {
     /// own length is written when served) and not `Age` (computed when served).
     static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
         let connection = HopByHop.connectionTokens(headers)
-        var ages: [Int] = []   // almost always none: no allocation
-        headers.forEachField(named: ["age"]) { i, _ in ages.append(i) }
         // Room for the `Content-Length` the store appends.
+        if connection.isEmpty {   // nearly always (`Connection: keep-alive` names none): no call per field
+            return headers.filtered(reserving: 36, dropping: HopByHop.fields.inserting(.age))
+        }
         return headers.filtered(reserving: 36) { i in
-            !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection) && !ages.contains(i)
+            headers.known(at: i) != .age && !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection)
         }
     }
 }

@@ -25,12 +25,21 @@ public struct CacheControl: Sendable, Equatable {
     /// RFC 9111 1.2.2: the greatest delta-seconds a cache must keep.
     public static let maxDelta: Int64 = 2_147_483_648
 
+    @inlinable
     public init() {}
 
-    /// Every `Cache-Control` field line of `headers`.
-    public init(_ headers: HTTPHeaders) {
+    /// Every `Cache-Control` field line of `headers`. Inlinable: a head without one (nearly
+    /// every request and most responses) costs its caller one bit test.
+    @inlinable
+    public init(_ headers: __shared HTTPHeaders) {
+        self.init()
+        if headers.contains(.cacheControl) { self = CacheControl(lines: headers) }
+    }
+
+    @usableFromInline
+    init(lines headers: __shared HTTPHeaders) {
         var seen = Seen()
-        for i in 0..<headers.count where headers.withNameBytes(at: i, { ByteClass.equalsLowercased($0, "cache-control") }) {
+        for i in 0..<headers.count where headers.known(at: i) == .cacheControl {
             headers.withValueBytes(at: i) { parse($0, &seen) }
         }
     }
@@ -54,7 +63,8 @@ public struct CacheControl: Sendable, Equatable {
         return value.withUTF8 { delta(UnsafeRawBufferPointer($0)) }
     }
 
-    static func delta(_ b: UnsafeRawBufferPointer) -> Int64 {
+    /// delta-seconds of bytes: 0 when empty or not all digits.
+    public static func delta(_ b: UnsafeRawBufferPointer) -> Int64 {
         guard !b.isEmpty else { return 0 }
         var n: Int64 = 0
         for c in b {

@@ -46,43 +46,65 @@ public enum HTTPDate {
         return asctime(b)
     }
 
-    /// The fast path: an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, 29 bytes) read at its
-    /// fixed positions, names compared as one number each, no lists and no loops. Nil for
-    /// anything else, including a malformed fixdate, which `parseAnyForm` then reads (and
+    /// The fast path: an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, 29 bytes) read as four
+    /// little-endian words at fixed positions: separators and `GMT` compared under a mask, the
+    /// twelve digits checked together, names compared as one number each; no lists, no loops.
+    /// Nil for anything else, including a malformed fixdate, which `parseAnyForm` then reads (and
     /// refuses): so `parse` gives exactly the general parser's answer, faster for the common form.
     static func fixdate(_ b: UnsafeRawBufferPointer) -> Int64? {
-        guard b.count == 29, b[3] == ByteClass.comma, b[4] == ByteClass.sp, b[7] == ByteClass.sp, b[11] == ByteClass.sp,
-              b[16] == ByteClass.sp, b[19] == ByteClass.colon, b[22] == ByteClass.colon, b[25] == ByteClass.sp,
-              b[26] == UInt8(ascii: "G"), b[27] == UInt8(ascii: "M"), b[28] == UInt8(ascii: "T")
+        guard b.count == 29, let p = b.baseAddress else { return nil }
+        @inline(__always) func word(_ at: Int) -> UInt64 { UInt64(littleEndian: p.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+        let w0 = word(0)    // "Sun, 06 "
+        let w1 = word(8)    // "Nov 1994"
+        let w2 = word(16)   // " 08:49:3"
+        let w3 = word(21)   // "9:37 GMT"
+        /// `v` in byte `k` of a word.
+        @inline(__always) func at(_ k: UInt64, _ v: UInt8) -> UInt64 { UInt64(v) << (8 * k) }
+        /// Whether `w`'s bytes under `mask` (0xFF or 0x00 each) are all ASCII digits: high nibble
+        /// 3, and still 3 with 6 added (0x3A–0x3F become 0x40–0x45). 6 is added to those bytes
+        /// only, so a carry can come only out of one at 0xFA or above, which fails the first test.
+        @inline(__always) func digits(_ w: UInt64, _ mask: UInt64) -> Bool {
+            let ones = mask / 0xFF
+            return w & (ones &* 0xF0) == ones &* 0x30 && (w &+ ones &* 0x06) & (ones &* 0xF0) == ones &* 0x30
+        }
+        let sp = ByteClass.sp, colon = ByteClass.colon
+        let punct0 = at(3, 0xFF) | at(4, 0xFF) | at(7, 0xFF)
+        let punct2 = at(0, 0xFF) | at(3, 0xFF) | at(6, 0xFF)
+        let punct3 = at(4, 0xFF) | at(5, 0xFF) | at(6, 0xFF) | at(7, 0xFF)
+        guard w0 & punct0 == at(3, ByteClass.comma) | at(4, sp) | at(7, sp),
+              w1 & at(3, 0xFF) == at(3, sp),
+              w2 & punct2 == at(0, sp) | at(3, colon) | at(6, colon),
+              w3 & punct3 == at(4, sp) | at(5, UInt8(ascii: "G")) | at(6, UInt8(ascii: "M")) | at(7, UInt8(ascii: "T")),
+              digits(w0, at(5, 0xFF) | at(6, 0xFF)),
+              digits(w1, at(4, 0xFF) | at(5, 0xFF) | at(6, 0xFF) | at(7, 0xFF)),
+              digits(w2, at(1, 0xFF) | at(2, 0xFF) | at(4, 0xFF) | at(5, 0xFF) | at(7, 0xFF)),
+              digits(w3, at(3, 0xFF))
         else { return nil }
-        switch UInt32(b[0]) << 16 | UInt32(b[1]) << 8 | UInt32(b[2]) {
-        case 0x4D6F6E, 0x547565, 0x576564, 0x546875, 0x467269, 0x536174, 0x53756E: break   // Mon … Sun
+        switch w0 & 0xFF_FFFF {
+        case 0x6E6F4D, 0x657554, 0x646557, 0x756854, 0x697246, 0x746153, 0x6E7553: break   // Mon … Sun
         default: return nil
         }
         let month: Int
-        switch UInt32(b[8]) << 16 | UInt32(b[9]) << 8 | UInt32(b[10]) {
-        case 0x4A616E: month = 1    // Jan
-        case 0x466562: month = 2    // Feb
-        case 0x4D6172: month = 3    // Mar
-        case 0x417072: month = 4    // Apr
-        case 0x4D6179: month = 5    // May
-        case 0x4A756E: month = 6    // Jun
-        case 0x4A756C: month = 7    // Jul
-        case 0x417567: month = 8    // Aug
-        case 0x536570: month = 9    // Sep
-        case 0x4F6374: month = 10   // Oct
-        case 0x4E6F76: month = 11   // Nov
-        case 0x446563: month = 12   // Dec
+        switch w1 & 0xFF_FFFF {
+        case 0x6E614A: month = 1    // Jan
+        case 0x626546: month = 2    // Feb
+        case 0x72614D: month = 3    // Mar
+        case 0x727041: month = 4    // Apr
+        case 0x79614D: month = 5    // May
+        case 0x6E754A: month = 6    // Jun
+        case 0x6C754A: month = 7    // Jul
+        case 0x677541: month = 8    // Aug
+        case 0x706553: month = 9    // Sep
+        case 0x74634F: month = 10   // Oct
+        case 0x766F4E: month = 11   // Nov
+        case 0x636544: month = 12   // Dec
         default: return nil
         }
-        // Each digit's value; a byte that is not a digit gives one above 9.
-        @inline(__always) func d(_ i: Int) -> Int { Int(b[i] &- 0x30) }
-        let day = d(5) * 10 + d(6), year = d(12) * 1000 + d(13) * 100 + d(14) * 10 + d(15)
-        let h = d(17) * 10 + d(18), m = d(20) * 10 + d(21), sec = d(23) * 10 + d(24)
-        guard d(5) <= 9, d(6) <= 9, d(12) <= 9, d(13) <= 9, d(14) <= 9, d(15) <= 9, d(17) <= 9, d(18) <= 9,
-              d(20) <= 9, d(21) <= 9, d(23) <= 9, d(24) <= 9,
-              h < 24, m < 60, sec <= 60, year >= 1, day >= 1
-        else { return nil }
+        /// The digit in byte `k` of `w` (checked above).
+        @inline(__always) func d(_ w: UInt64, _ k: UInt64) -> Int { Int(truncatingIfNeeded: (w >> (8 * k)) & 0xF) }
+        let day = d(w0, 5) * 10 + d(w0, 6), year = d(w1, 4) * 1000 + d(w1, 5) * 100 + d(w1, 6) * 10 + d(w1, 7)
+        let h = d(w2, 1) * 10 + d(w2, 2), m = d(w2, 4) * 10 + d(w2, 5), sec = d(w2, 7) * 10 + d(w3, 3)
+        guard h < 24, m < 60, sec <= 60, year >= 1, day >= 1 else { return nil }
         let length: Int
         switch month {
         case 2: length = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28

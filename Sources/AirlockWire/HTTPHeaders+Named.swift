@@ -1,6 +1,5 @@
 extension HTTPHeaders {
-    /// Every value of the field with this name (ignoring ASCII case), in order: for fields that
-    /// are not a `KnownField` (`Cache-Control`, `Vary`, `ETag`, …).
+    /// Every value of the field with this name (ignoring ASCII case), in order.
     public func values(name: String) -> [String] {
         indices(name: name).map { value(at: $0) }
     }
@@ -24,6 +23,11 @@ extension HTTPHeaders {
         var name = name
         return name.withUTF8 { wanted in
             let wanted = UnsafeRawBufferPointer(wanted)
+            let known = KnownField.classify(wanted)
+            if known != .other {
+                guard contains(known) else { return [] }
+                return (0..<count).filter { self.known(at: $0) == known }
+            }
             return (0..<count).filter { i in withNameBytes(at: i) { ByteClass.equalsIgnoringCase($0, wanted) } }
         }
     }
@@ -75,7 +79,9 @@ extension HTTPHeaders {
     /// Index of the first field named `lowered` (all lower-case), ignoring ASCII case: `firstIndex(name:)`
     /// for a name known when compiling, compared only with names of its length.
     public func firstIndex(lowercased lowered: StaticString) -> Int? {
-        firstIndex(lowercased: lowered, from: 0)
+        let known = KnownField.classify(UnsafeRawBufferPointer(start: lowered.utf8Start, count: lowered.utf8CodeUnitCount))
+        if known != .other { return firstIndex(known) }
+        return firstIndex(lowercased: lowered, from: 0)
     }
 
     /// `firstIndex(lowercased:)` among the fields from `start` on.

@@ -6,16 +6,20 @@
 /// Fields added with `append` are not validated here: the parsers validate what comes off the
 /// wire, and `HeadWriter` defends what goes onto it.
 public struct HTTPHeaders: Sendable, Equatable {
+    @usableFromInline
     struct Entry: Sendable {
         var nameStart: UInt32
         var nameCount: UInt32
         var valueStart: UInt32
         var valueCount: UInt32
-        var known: KnownField
+        @usableFromInline var known: KnownField
     }
 
     private(set) var storage: [UInt8] = []
-    private(set) var entries: [Entry] = []
+    @usableFromInline private(set) var entries: [Entry] = []
+    /// The known fields held, one bit each (`KnownField.bit`): whether a head has a field is
+    /// one test, and most look-ups of a field it lacks end there.
+    @usableFromInline private(set) var knownFields: UInt32 = 0
 
     public init() {}
 
@@ -39,6 +43,8 @@ public struct HTTPHeaders: Sendable, Equatable {
         withValueBytes(at: i) { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Inlinable: the serializers ask it of every field they relay.
+    @inlinable
     public func known(at i: Int) -> KnownField { entries[i].known }
 
     public func withNameBytes<R>(at i: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -71,8 +77,30 @@ public struct HTTPHeaders: Sendable, Equatable {
 
     /// The first value of a known field, if any.
     public func first(_ field: KnownField) -> String? {
-        guard let i = entries.firstIndex(where: { $0.known == field }) else { return nil }
+        guard let i = firstIndex(field) else { return nil }
         return value(at: i)
+    }
+
+    /// Index of the first field of this kind: none at once when the head has none.
+    public func firstIndex(_ field: KnownField) -> Int? {
+        guard knownFields & field.bit != 0 else { return nil }
+        return entries.withUnsafeBufferPointer { fields in
+            for i in 0..<fields.count where fields[i].known == field { return i }
+            return nil
+        }
+    }
+
+    /// Index of the last field of this kind, and how many there are.
+    public func lastIndex(_ field: KnownField) -> (index: Int, count: Int)? {
+        guard knownFields & field.bit != 0 else { return nil }
+        return entries.withUnsafeBufferPointer { fields in
+            var last = 0, count = 0
+            for i in 0..<fields.count where fields[i].known == field {
+                last = i
+                count += 1
+            }
+            return count == 0 ? nil : (last, count)
+        }
     }
 
     /// The first value of the field with this name, compared ignoring ASCII case.
@@ -84,7 +112,7 @@ public struct HTTPHeaders: Sendable, Equatable {
     /// The first value of this field read as an HTTP-date (RFC 9110 5.6.7), seconds since the
     /// epoch, parsed where it lies (no String); nil when the field is absent or not a date.
     public func firstDate(_ field: KnownField) -> Int64? {
-        guard let i = entries.firstIndex(where: { $0.known == field }) else { return nil }
+        guard let i = firstIndex(field) else { return nil }
         return withValueBytes(at: i) { HTTPDate.parse($0) }
     }
 
@@ -94,18 +122,22 @@ public struct HTTPHeaders: Sendable, Equatable {
         return withValueBytes(at: i) { HTTPDate.parse($0) }
     }
 
-    /// Index of the first field with this name, compared ignoring ASCII case.
+    /// Index of the first field with this name, compared ignoring ASCII case (by its kind when
+    /// the name is a `KnownField`'s: every field's kind is its name's).
     public func firstIndex(name: String) -> Int? {
         var name = name
         return name.withUTF8 { wanted in
             let wanted = UnsafeRawBufferPointer(wanted)
+            let known = KnownField.classify(wanted)
+            if known != .other { return firstIndex(known) }
             return entries.indices.first { i in
                 withNameBytes(at: i) { ByteClass.equalsIgnoringCase($0, wanted) }
             }
         }
     }
 
-    public func contains(_ field: KnownField) -> Bool { entries.contains { $0.known == field } }
+    @inlinable
+    public func contains(_ field: KnownField) -> Bool { knownFields & field.bit != 0 }
 
     /// Every value of a known field, in order.
     public func values(_ field: KnownField) -> [String] {
@@ -130,7 +162,8 @@ public struct HTTPHeaders: Sendable, Equatable {
     }
 
     /// True if any field of this kind lists `token` (lower-case ASCII), ignoring case. No allocation.
-    func containsToken(_ field: KnownField, _ token: StaticString) -> Bool {
+    public func containsToken(_ field: KnownField, _ token: StaticString) -> Bool {
+        guard contains(field) else { return false }
         for i in entries.indices where entries[i].known == field {
             let found = withValueBytes(at: i) { value in
                 !ByteClass.forEachListElement(value) { !ByteClass.equalsLowercased($0, token) }
@@ -138,6 +171,23 @@ public struct HTTPHeaders: Sendable, Equatable {
             if found { return true }
         }
         return false
+    }
+
+    /// `body` over the first non-empty comma-separated element of the fields of this kind,
+    /// OWS-trimmed, where it lies (no String); nil when there is none.
+    public func withFirstListElement<R>(_ field: KnownField, _ body: (UnsafeRawBufferPointer) -> R) -> R? {
+        guard contains(field) else { return nil }
+        var found: R?
+        for i in entries.indices where found == nil && entries[i].known == field {
+            withValueBytes(at: i) { value in
+                _ = ByteClass.forEachListElement(value) { element in
+                    guard !element.isEmpty else { return true }
+                    found = body(element)
+                    return false
+                }
+            }
+        }
+        return found
     }
 
     /// Appends a field, classifying its name as a `KnownField`. The value is stored OWS-trimmed.
@@ -197,6 +247,7 @@ public struct HTTPHeaders: Sendable, Equatable {
             valueStart: valueStart, valueCount: UInt32(valueBytes.count),
             known: known
         ))
+        knownFields |= known.bit
     }
 
     /// Bytes as `UInt8`s: an array appends those with one copy (a raw buffer, byte by byte).
@@ -213,6 +264,7 @@ public struct HTTPHeaders: Sendable, Equatable {
         storage.append(contentsOf: block)
         entries.removeAll(keepingCapacity: true)
         entries.reserveCapacity(fields)
+        knownFields = 0
     }
 
     /// Records a field of the block given to `refill(parsedBlock:fields:)`: name and value are
@@ -223,6 +275,7 @@ public struct HTTPHeaders: Sendable, Equatable {
             valueStart: UInt32(value.lowerBound), valueCount: UInt32(value.count),
             known: known
         ))
+        knownFields |= known.bit
     }
 
     /// Reserves room for about `bytes` bytes of names and values and `fields` fields.
@@ -236,18 +289,41 @@ public struct HTTPHeaders: Sendable, Equatable {
     /// `reserving`: room for that many more bytes (and one more field), for a field the caller
     /// appends next without the storage growing again.
     public func filtered(reserving extra: Int = 0, _ keep: (Int) -> Bool) -> HTTPHeaders {
+        filtered(reserving: extra) { i, _ in keep(i) }
+    }
+
+    /// `filtered` keeping every field whose kind is not in `dropped`: no call per field.
+    public func filtered(reserving extra: Int = 0, dropping dropped: KnownField.Set) -> HTTPHeaders {
+        filtered(reserving: extra) { _, e in dropped.bits & e.known.bit == 0 }
+    }
+
+    @inline(__always)
+    private func filtered(reserving extra: Int, keeping keep: (Int, Entry) -> Bool) -> HTTPHeaders {
         var out = HTTPHeaders()
+        var bytes = 0
+        var known: UInt32 = 0
+        // Room for one more entry when the caller appends a field next. (`reserveCapacity`, not
+        // `Array(unsafeUninitializedCapacity:)`, which goes through the unspecialised array
+        // allocator: it looks up the storage's type metadata at run time, ~500 instructions.
+        // The same for the storage below.)
         var kept: [Entry] = []
         kept.reserveCapacity(entries.count + (extra > 0 ? 1 : 0))
-        var bytes = 0
-        for i in entries.indices where keep(i) {
-            kept.append(entries[i])
-            bytes += Int(entries[i].nameCount + entries[i].valueCount)
+        entries.withUnsafeBufferPointer { fields in
+            for i in 0..<fields.count where keep(i, fields[i]) {
+                kept.append(fields[i])
+                bytes += Int(fields[i].nameCount + fields[i].valueCount)
+                known |= fields[i].known.bit
+            }
         }
-        // One allocation of the kept bytes (and `extra`), each field's name and value copied once.
-        out.storage = storage.withUnsafeBytes { all in
-            [UInt8](unsafeUninitializedCapacity: bytes + extra) { dst, count in
-                guard let to = UnsafeMutableRawPointer(dst.baseAddress), let from = all.baseAddress else { return }
+        out.knownFields = known
+        // One allocation of the kept bytes (and `extra`), reserved as above: each field's name
+        // and value copied once into scratch memory (on the stack when small), then all of them
+        // appended at once (one append, where an append a name and a value cost ~90 each).
+        out.storage.reserveCapacity(bytes + extra)
+        storage.withUnsafeBytes { all in
+            guard let from = all.baseAddress, bytes > 0 else { return }
+            withUnsafeTemporaryAllocation(byteCount: bytes, alignment: 1) { scratch in
+                guard let to = scratch.baseAddress else { return }
                 var at = 0
                 for j in kept.indices {
                     let e = kept[j]
@@ -258,7 +334,7 @@ public struct HTTPHeaders: Sendable, Equatable {
                     (to + at).copyMemory(from: from + Int(e.valueStart), byteCount: Int(e.valueCount))
                     at += Int(e.valueCount)
                 }
-                count = at
+                out.storage.append(contentsOf: Self.typed(UnsafeRawBufferPointer(scratch)))
             }
         }
         out.entries = kept
@@ -272,6 +348,7 @@ public struct HTTPHeaders: Sendable, Equatable {
 
     /// Removes every field of this kind. Use `removeAll(name:)` for `.other` fields.
     public mutating func removeAll(_ field: KnownField) {
+        guard contains(field) else { return }
         remove(entries.map { $0.known == field })
     }
 
@@ -280,6 +357,8 @@ public struct HTTPHeaders: Sendable, Equatable {
         var name = name
         let drop = name.withUTF8 { wanted in
             let wanted = UnsafeRawBufferPointer(wanted)
+            let known = KnownField.classify(wanted)
+            if known != .other { return entries.map { $0.known == known } }
             return entries.indices.map { i in withNameBytes(at: i) { ByteClass.equalsIgnoringCase($0, wanted) } }
         }
         remove(drop)

@@ -3,16 +3,19 @@ public enum HopByHop {
     /// True for Connection, Proxy-Connection, Keep-Alive, TE, Trailer, Upgrade,
     /// Proxy-Authorization, Transfer-Encoding, Content-Length (re-framed by the proxy) and any
     /// name listed in `connectionTokens` (as from `connectionTokens(headers)`), ignoring case.
+    /// Inlinable: the serializers ask it of every field they relay, nearly always answered by
+    /// the field's kind alone.
+    @inlinable
     public static func isHopByHop(_ headers: HTTPHeaders, at i: Int, connectionTokens: [String]) -> Bool {
-        switch headers.known(at: i) {
-        case .connection, .proxyConnection, .keepAlive, .te, .trailer, .upgrade, .proxyAuthorization,
-             .transferEncoding, .contentLength:
-            return true
-        default:
-            break
-        }
+        if fields.contains(headers.known(at: i)) { return true }
         guard !connectionTokens.isEmpty else { return false }
-        return headers.withNameBytes(at: i) { name in
+        return isListed(headers, at: i, connectionTokens: connectionTokens)
+    }
+
+    /// Whether field `i`'s name is one of `connectionTokens`, ignoring case.
+    @usableFromInline
+    static func isListed(_ headers: HTTPHeaders, at i: Int, connectionTokens: [String]) -> Bool {
+        headers.withNameBytes(at: i) { name in
             connectionTokens.contains { token in
                 var token = token
                 return token.withUTF8 { ByteClass.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
@@ -20,20 +23,38 @@ public enum HopByHop {
         }
     }
 
+    /// The fields hop-by-hop by name: Connection, Proxy-Connection, Keep-Alive, TE, Trailer,
+    /// Upgrade, Proxy-Authorization, Transfer-Encoding, Content-Length.
+    /// (Built of constants, so a test of it folds to one mask.)
+    @inlinable
+    public static var fields: KnownField.Set {
+        KnownField.Set(bits: KnownField.connection.bit | KnownField.proxyConnection.bit | KnownField.keepAlive.bit
+            | KnownField.te.bit | KnownField.trailer.bit | KnownField.upgrade.bit | KnownField.proxyAuthorization.bit
+            | KnownField.transferEncoding.bit | KnownField.contentLength.bit)
+    }
+
     /// Names listed in Connection / Proxy-Connection (hop-by-hop by declaration), for
     /// `isHopByHop`. The common values cost no list: `keep-alive` names a field that is
     /// hop-by-hop anyway, so a head whose Connection says only that gives none.
     public static func connectionTokens(_ h: HTTPHeaders) -> [String] {
+        guard h.contains(.connection) || h.contains(.proxyConnection) else { return [] }
         var namesClose = false
-        for i in 0..<h.count {
-            let k = h.known(at: i)
-            guard k == .connection || k == .proxyConnection else { continue }
-            switch h.withValueBytes(at: i, connectionOptions) {
-            case .keepAliveOnly: continue
-            case .closeOrKeepAlive: namesClose = true
-            case .otherNames: return h.tokens(.connection) + h.tokens(.proxyConnection)
+        var otherNames = false
+        h.storage.withUnsafeBytes { all in
+            h.entries.withUnsafeBufferPointer { fields in
+                for e in fields where e.known == .connection || e.known == .proxyConnection {
+                    let start = Int(e.valueStart)
+                    switch connectionOptions(UnsafeRawBufferPointer(rebasing: all[start..<(start + Int(e.valueCount))])) {
+                    case .keepAliveOnly: continue
+                    case .closeOrKeepAlive: namesClose = true
+                    case .otherNames:
+                        otherNames = true
+                        return
+                    }
+                }
             }
         }
+        if otherNames { return h.tokens(.connection) + h.tokens(.proxyConnection) }
         // The common values, without building the token list: "keep-alive" names a field
         // that is hop-by-hop anyway; "close" names one only when a field is called Close.
         return namesClose ? closeOption : []
@@ -46,6 +67,9 @@ public enum HopByHop {
     /// What a Connection value lists: only `keep-alive`, `close` (and maybe `keep-alive`),
     /// or other names.
     private static func connectionOptions(_ v: UnsafeRawBufferPointer) -> ConnectionOptions {
+        // The usual values whole, a word at a time (anything else, or unsure: the scan below).
+        if KnownField.matches(v, "keep-alive") { return .keepAliveOnly }
+        if KnownField.matches(v, "close") { return .closeOrKeepAlive }
         var close = false
         var i = 0
         while i < v.count {

@@ -68,6 +68,32 @@ final class ForwardingHeadsTests: XCTestCase {
         }
     }
 
+    /// The fields the cache reads are known now: they still go out byte for byte, names in the
+    /// case they came in, in order, both ways (only hop-by-hop fields are dropped).
+    func testCacheFieldsAreRelayedAsReceived() throws {
+        let requestFields = ["cache-CONTROL: no-cache", "AUTHORIZATION: Basic eA==", "if-none-match: \"a\"",
+                             "If-Modified-Since: Tue, 24 Nov 2026 09:00:00 GMT", "RANGE: bytes=0-"]
+        let request = try requestHead(Array(("GET /x HTTP/1.1\r\nHost: a.test\r\n" + requestFields.joined(separator: "\r\n")
+                                             + "\r\nConnection: close\r\n\r\n").utf8))
+        var w = HeadWriter()
+        ForwardingHeads.request(request, host: "up.test", framing: .none, viaToken: "airlock-t",
+                                viaToken11: "1.1 airlock-t", idSerial: Self.ownSerial, clientID: nil, idPrefix: Self.ownPrefix, into: &w)
+        let up = lines(w.bytes).map { String(decoding: $0, as: UTF8.self) }
+        XCTAssertEqual(Array(up[2..<(2 + requestFields.count)]), requestFields)
+
+        let responseFields = ["cache-control: max-age=5", "ETAG: \"a\"", "age: 3", "VARY: Accept", "set-COOKIE: a=b",
+                              "last-modified: Tue, 24 Nov 2026 09:00:00 GMT", "EXPIRES: 0"]
+        let response = try responseHead(Array(("HTTP/1.1 200 OK\r\n" + responseFields.joined(separator: "\r\n")
+                                               + "\r\nKeep-Alive: 5\r\nContent-Length: 2\r\n\r\n").utf8))
+        w = HeadWriter()
+        ForwardingHeads.response(response, framing: .length(2), out: .length, requestMethod: .get, keepAlive: true,
+                                 clientVersion: .http11, viaToken: "airlock-t", viaToken11: "1.1 airlock-t",
+                                 idSerial: Self.ownSerial, clientID: nil, idPrefix: Self.ownPrefix, into: &w)
+        let down = lines(w.bytes).map { String(decoding: $0, as: UTF8.self) }
+        XCTAssertEqual(Array(down[1..<(1 + responseFields.count)]), responseFields)
+        XCTAssertFalse(down.contains { $0.lowercased().hasPrefix("keep-alive") })
+    }
+
     /// Airlock's own id "ab12-1-2f": worker 1's prefix and serial 0x2f.
     static let ownSerial: UInt64 = 0x2f
     static let ownPrefix = HeadWriter.FieldPrefix(name: "X-Request-Id", valuePrefix: "ab12-1-")

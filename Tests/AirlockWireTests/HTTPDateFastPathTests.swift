@@ -91,3 +91,35 @@ final class HTTPDateFastPathTests: XCTestCase {
         }
     }
 }
+
+/// The fast path read a word at a time: every byte of valid fixdates set to every value
+/// 0–255, as raw bytes (not through a String, which would re-encode the high ones), agrees
+/// with the general parser; so do dates whose digits sit next to bytes that would carry.
+final class HTTPDateFastPathBytesTests: XCTestCase {
+    private func check(_ bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> Bool {
+        bytes.withUnsafeBytes { b in
+            let general = HTTPDate.parseAnyForm(b)
+            let fast = HTTPDate.fixdate(b)
+            if let fast, fast != general { XCTFail("fast path \(fast) on \(bytes), general \(String(describing: general))", file: file, line: line) }
+            if HTTPDate.parse(b) != general { XCTFail("parse on \(bytes)", file: file, line: line) }
+            return fast != nil
+        }
+    }
+
+    func testEveryByteValueAtEveryPositionAgrees() {
+        for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Tue, 29 Feb 2000 23:59:60 GMT", "Wed, 31 Dec 9999 00:00:00 GMT",
+                     "Mon, 01 Jan 0001 19:09:09 GMT"] {
+            let base = Array(text.utf8)
+            XCTAssertTrue(check(base), text)
+            var taken = 0
+            for i in base.indices {
+                for value in 0...255 where UInt8(value) != base[i] {
+                    var mutated = base
+                    mutated[i] = UInt8(value)
+                    if check(mutated) { taken += 1 }
+                }
+            }
+            XCTAssertGreaterThan(taken, 0, "some digit changes still make a date: \(text)")
+        }
+    }
+}
