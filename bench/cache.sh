@@ -27,7 +27,8 @@
 # each; Airlock's access records off (--log-level warning) as the peers' access_log off.
 # Each round runs every target once (DUR s of wrk -t2 -cCONNS), in reverse order every other
 # round; the summary is each target's median (and mean) over the rounds, its server's CPU time
-# (user + system of its process tree, as the harness's cpu_s) per request, then the ratios: of
+# (user + system of its process tree, as the harness's cpu_s) per request, wrk's p99 latency
+# (the miss rows' purges show there), then the ratios: of
 # the medians, and the median of each round's ratio (the two runs of a pair minutes closer).
 # Env: ROUNDS (8)  DUR (2)  CONNS (64)  SHARED (../shared)  AIRLOCK_ARGS ("--log-level warning")
 #      RESULTS_DIR (bench/results/cache-<timestamp>: every wrk output, the servers' logs)
@@ -150,17 +151,21 @@ declare -A proc=([nginx-hit-100B]=nginx-cache [airlock-hit-100B]=airlock-hit [ng
                  [nginx-miss]=nginx-cache [nginx-nocache]=nginx-plain)
 declare -A results=()
 declare -A cpu=()   # per target: the server's CPU time per request (µs) of each measured run
+declare -A p99=()   # per target: wrk's 99th percentile latency (ms) of each measured run
 run_wrk() {  # run_wrk NAME SECONDS TAG -> req/s (integer), 0 on failure; raw output in RESULTS_DIR
   local n=$1 out="$RESULTS_DIR/$1.$3.txt" script=() t0 t1 done_requests
   t0=$(cpu_ticks "${server[${proc[$n]}]}")
   [ -n "${lua[$n]:-}" ] && script=(-s "$REPO/bench/unique-url.lua")
   # shellcheck disable=SC2046  # $(wrk_pin) is "taskset -c N" or nothing: split on purpose
-  timeout $(($2 + 10)) $(wrk_pin) wrk -t2 -c"$CONNS" -d"$2"s "${script[@]}" "http://127.0.0.1:${port[$n]}${path[$n]}" \
+  timeout $(($2 + 10)) $(wrk_pin) wrk -t2 -c"$CONNS" -d"$2"s --latency "${script[@]}" "http://127.0.0.1:${port[$n]}${path[$n]}" \
     ${script[0]:+-- "$n-$3-$$"} >"$out" 2>&1 || true
   t1=$(cpu_ticks "${server[${proc[$n]}]}")
   done_requests=$(awk '/requests in/ {print $1}' "$out")
   # user+system time of the server's process tree (clock ticks), as the harness's cpu_s column
   echo "$t0 $t1 ${done_requests:-0} $(getconf CLK_TCK)" | awk '{printf "%.2f\n", ($3 > 0 ? ($2 - $1) * 1e6 / $4 / $3 : 0)}' >"$out.cpu"
+  # wrk's 99th percentile latency, in ms (it prints us, ms or s)
+  awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+                     printf "%.2f\n", v * (u == "us" ? 0.001 : u == "s" ? 1000 : 1) }' "$out" >"$out.p99"
   awk '/Requests\/sec/ {printf "%d", $2; found=1} END {if (!found) printf "0"}' "$out"
 }
 for n in "${names[@]}"; do run_wrk "$n" 1 warmup >/dev/null; done
@@ -172,6 +177,7 @@ for r in $(seq "$ROUNDS"); do
     v=$(run_wrk "$n" "$DUR" "r$r")
     results[$n]="${results[$n]:-} $v"
     cpu[$n]="${cpu[$n]:-} $(cat "$RESULTS_DIR/$n.r$r.txt.cpu")"
+    p99[$n]="${p99[$n]:-} $(cat "$RESULTS_DIR/$n.r$r.txt.p99")"
     line="$line $n=$v"
   done
   echo "$line"
@@ -190,6 +196,10 @@ done
 for n in "${names[@]}"; do
   tr ' ' '\n' <<<"${cpu[$n]}" | grep . | sort -n \
     | awk -v n="$n" '{v[NR]=$1} END {printf "%-17s server CPU per request: median %8.2f us  (min %.2f, max %.2f)\n", n, v[int((NR+1)/2)], v[1], v[NR]}'
+done
+for n in "${names[@]}"; do
+  tr ' ' '\n' <<<"${p99[$n]}" | grep . | sort -g \
+    | awk -v n="$n" '{v[NR]=$1} END {printf "%-17s p99 latency: median %7.2f ms  (min %.2f, max %.2f)\n", n, v[int((NR+1)/2)], v[1], v[NR]}'
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "n/a"}'; }
 paired() {  # paired A B: the median over the rounds of A's run / B's run in the same round

@@ -127,8 +127,7 @@ public struct ResponseCache {
 
         private func changesHeaders(_ client: HTTPHeaders) -> Bool {
             guard stores || !conditionalFields.isEmpty else { return false }
-            return !conditionalFields.isEmpty || client.firstIndex(lowercased: "if-none-match") != nil
-                || client.firstIndex(lowercased: "if-modified-since") != nil
+            return !conditionalFields.isEmpty || client.contains(.ifNoneMatch) || client.contains(.ifModifiedSince)
         }
 
         /// The request head's fields as sent upstream: a fill that may store, or validates a
@@ -138,8 +137,7 @@ public struct ResponseCache {
         public func upstreamHeaders(_ client: HTTPHeaders) -> HTTPHeaders {
             guard stores || !conditionalFields.isEmpty else { return client }
             // Nothing to drop or add (a miss without the client's own conditional): unchanged, uncopied.
-            if conditionalFields.isEmpty && client.firstIndex(name: "if-none-match") == nil
-                && client.firstIndex(name: "if-modified-since") == nil { return client }
+            if conditionalFields.isEmpty && !client.contains(.ifNoneMatch) && !client.contains(.ifModifiedSince) { return client }
             var out = client
             out.removeAll(name: "if-none-match")
             out.removeAll(name: "if-modified-since")
@@ -224,7 +222,7 @@ public struct ResponseCache {
     /// request released by a fill that stored nothing: it goes upstream on its own.
     public mutating func lookup(url: String, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
         guard request.method == .get || request.method == .head else { return .bypass(CacheStatus(fwd: .method)) }
-        guard request.headers.firstIndex(lowercased: "range") == nil else { return .bypass(CacheStatus(fwd: .bypass)) }
+        guard !request.headers.contains(.range) else { return .bypass(CacheStatus(fwd: .bypass)) }
         let base = CacheKey(url: url)
         let names = urls.isEmpty ? nil : urls[base]?.vary
         let key = names.map { CacheKey(url: url, variant: CacheKey.variant(names: $0, request: request)) } ?? base
@@ -240,7 +238,7 @@ public struct ResponseCache {
         }
         let age = entry.age(now: now)
         let lifetime = entry.lifetime
-        let pragmaNoCache = request.headers.firstIndex(name: "cache-control") == nil
+        let pragmaNoCache = !request.headers.contains(.cacheControl)
             && request.headers.listElements(name: "pragma").contains { $0.lowercased() == "no-cache" }
         // max-age=0 always revalidates (a browser's reload), though RFC 9111 would let an age-0 response through.
         let requestForces = asked.noCache || pragmaNoCache || asked.maxAge.map { $0 == 0 || age > $0 } == true
@@ -334,7 +332,7 @@ public struct ResponseCache {
         var head = response
         head.headers = Self.storableFields(response.headers)
         if response.status != 204 { head.headers.append(.contentLength, decimal: body.count) }
-        let names = response.headers.firstIndex(lowercased: "vary") == nil ? [] : response.headers.listElements(name: "vary").map { $0.lowercased() }
+        let names = response.headers.contains(.vary) ? response.headers.listElements(name: "vary").map { $0.lowercased() } : []
         let base = fill.key.variant.isEmpty ? fill.key : CacheKey(url: fill.key.url)
         let key = names.isEmpty ? base : CacheKey(url: base.url, variant: CacheKey.variant(names: names, request: request))
         // The response's facts, read once: the rules, the entry's lifetime and its age use them.
