@@ -55,7 +55,7 @@ enum BodyPump {
             }
             if let tee, tee.teeing {   // a copy for the response cache, up to its `max_object`
                 if tee.body.count + n <= tee.maxObject {
-                    src.withInput(max: n) { tee.body.append(contentsOf: $0) }
+                    src.copyInput(n, appendingTo: &tee.body)
                 } else {
                     tee.teeing = false
                     tee.body = []

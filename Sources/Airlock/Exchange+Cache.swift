@@ -113,6 +113,9 @@ extension Exchange {
             }
             state.upstreamHead = head
             state.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: state.maxObject)
+            // The copy's room at once when the length is declared (the filter checked it against
+            // `max_object`), not grown as the body arrives.
+            if state.teeing, case .length(let n) = head.declaredFraming { state.body.reserveCapacity(Int(n)) }
         }
         // Written with the head (`writeResponseHead`), not added to it: the relayed head's
         // fields are shared with `upstreamHead`, and appending would copy them.

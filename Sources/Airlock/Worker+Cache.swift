@@ -17,37 +17,36 @@ extension Worker {
         // A worker usually holds one route's cache: compared by name, not hashed (twice a miss).
         let i = caches.count == 1 && caches.keys[caches.startIndex] == name
             ? caches.startIndex : caches.index(forKey: name) ?? makeCache(route)
-        let result = Self.counted(&caches.values[i], body)   // in place: the cache is never copied
-        if caches.values[i].cache.purging && !caches.values[i].purgeScheduled { schedulePurge(name, at: i) }
+        let (result, purge) = Self.counted(&caches.values[i], body)   // in place: the cache is never copied
+        if purge { loop.execute { [self] in self.purgeSlice(name) } }
         return result
     }
 
     /// Entries a purge drops per loop turn (`ResponseCache.purgeSlice`): about 100 µs of work.
     static let purgeSlice = 128
 
-    /// A store passed the route's `memory`: the purge to `purge_to` goes on a slice per loop
-    /// turn (the store itself dropped only what brought the cache back within `memory`), so
-    /// the loop's connections wait at most one slice for it.
-    private func schedulePurge(_ name: String, at i: Dictionary<String, RouteCache>.Index) {
-        caches.values[i].purgeScheduled = true
-        loop.execute { [self] in self.purgeSlice(name) }
-    }
-
+    /// One slice of a purge a store began (past the route's `memory`, the store itself dropped
+    /// only what brought the cache back within it), queued again on the loop until the cache is
+    /// down to `purge_to`: the loop's connections wait at most one slice for it.
     private func purgeSlice(_ name: String) {
         // Gone with a reload (the caches were dropped): nothing left to purge.
         guard let i = caches.index(forKey: name), caches.values[i].purgeScheduled else { return }
-        if Self.counted(&caches.values[i], { $0.purgeStep() }) {
+        if Self.counted(&caches.values[i], { $0.purgeStep() }).0 {
             loop.execute { [self] in self.purgeSlice(name) }
         } else {
             caches.values[i].purgeScheduled = false
         }
     }
 
-    private static func counted<R>(_ c: inout RouteCache, _ body: (inout ResponseCache) -> R) -> R {
+    /// `body` on the cache, its counters' gains added to the metrics; and whether a purge began
+    /// that has no slice queued yet (now marked queued: the caller queues it).
+    private static func counted<R>(_ c: inout RouteCache, _ body: (inout ResponseCache) -> R) -> (R, purge: Bool) {
         let before = c.cache.counters
         let result = body(&c.cache)
         if c.cache.counters != before { c.metrics.add(before: before, after: c.cache.counters) }
-        return result
+        let purge = c.cache.purging && !c.purgeScheduled
+        if purge { c.purgeScheduled = true }
+        return (result, purge)
     }
 
     /// `route`'s cache on this worker, made: its share of `memory` and `purge_to`, its metric handles.

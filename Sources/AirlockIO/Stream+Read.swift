@@ -24,6 +24,40 @@ extension Stream {
         return try body(UnsafeRawBufferPointer(start: p, count: n))
     }
 
+    /// Appends a copy of the first `min(n, inputLength)` input bytes to `bytes`, leaving the
+    /// input as it is: one copy per chain, where `withInput` would first make the bytes
+    /// contiguous (a copy of its own inside libevent for input in several chains) and a raw
+    /// buffer appends byte by byte. For the response cache's copy of a body it relays.
+    public func copyInput(_ n: Int, appendingTo bytes: inout [UInt8]) {
+        if staged.count > 0 {
+            bytes.append(contentsOf: Self.typed(UnsafeRawBufferPointer(rebasing: staged.prefix(Swift.min(n, staged.count)))))
+            return
+        }
+        let want = Swift.min(n, evbuffer_get_length(input))
+        guard want > 0 else { return }
+        let complete = withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.copyIOVecs) { v -> Bool in
+            let chains = Int(evbuffer_peek(input, want, nil, v.baseAddress, Int32(Self.copyIOVecs)))
+            guard chains <= Self.copyIOVecs else { return false }   // more chains than vectors: the slow way
+            var left = want
+            for k in 0..<chains where left > 0 {
+                let take = Swift.min(left, v[k].iov_len)
+                bytes.append(contentsOf: UnsafeBufferPointer(start: v[k].iov_base?.assumingMemoryBound(to: UInt8.self), count: take))
+                left -= take
+            }
+            return true
+        }
+        if !complete { withInput(max: want) { bytes.append(contentsOf: Self.typed($0)) } }
+    }
+
+    /// Vectors `copyInput` peeks the input's chains into.
+    static let copyIOVecs = 16
+
+    /// Raw bytes as `UInt8`s, which an array appends with one copy.
+    @inline(__always)
+    static func typed(_ bytes: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+    }
+
     public func drainInput(_ n: Int) {
         guard n > 0 else { return }
         if staged.count > 0 {
