@@ -32,6 +32,12 @@ extension Stream {
     /// Sends what is queued, then half-closes and discards whatever the peer still sends
     /// for up to `linger`, so an error response is not destroyed by a TCP reset.
     /// `onFlushed` runs once when the output has gone out (or the stream closed first).
+    ///
+    /// The flush may take as long as the owner's write timeout (or `linger`, when that is
+    /// shorter or there is none), and `linger` without progress: a slow reader gets the whole
+    /// answer queued for it, a peer that stopped reading is closed. (The linger used to be
+    /// counted from here, so whatever was not sent within 2 s was cut off: the tail of a
+    /// response to a slow client, a large admin answer.)
     public func closeAfterFlush(linger: Duration = .seconds(2), onFlushed: (() -> Void)? = nil) {
         guard state == .open || state == .eof, fd >= 0 else {
             onFlushed?()
@@ -39,7 +45,7 @@ extension Stream {
             return
         }
         stopSplice()   // reads from here on are discarded; the inbound pipe still goes out
-        let closing = Closing(onFlushed: onFlushed)
+        let closing = Closing(onFlushed: onFlushed, linger: linger)
         self.closing = closing
         // After a failed TLS handshake the state is .eof, but the peer may well still be
         // sending (garbage instead of a ClientHello): linger as for an open stream.
@@ -49,7 +55,7 @@ extension Stream {
         closing.selfRetain = Unmanaged.passRetained(self)
         delegate = nil
         let t = Timer(loop: loop) { [unowned self] in self.close() }
-        t.schedule(after: linger)
+        t.schedule(after: Swift.max(linger, timeouts.write ?? linger))
         closing.lingerTimer = t
         timeouts = StreamTimeouts(read: timeouts.read, write: linger,
                                   readTV: timeouts.readTV, writeTV: loop.commonTimeout(linger))
@@ -70,6 +76,7 @@ extension Stream {
         notifyFlushed()
         guard fd >= 0 else { return }
         state = .lingering
+        if let closing { closing.lingerTimer?.schedule(after: closing.linger) }   // from now on
         shutdown(fd, Int32(SHUT_WR))
         evbuffer_drain(input, evbuffer_get_length(input))
         updateReadEvent()

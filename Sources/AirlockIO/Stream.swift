@@ -91,12 +91,17 @@ public final class Stream {
     var tls: TLSSession? { tlsSession?.takeUnretainedValue() }
 
     final class Closing {
+        /// Bounds the flush, then the linger (`closeAfterFlush`).
         var lingerTimer: Timer?
+        let linger: Duration
         /// While flushing and lingering the stream keeps itself alive; its owner is gone.
         var selfRetain: Unmanaged<Stream>?
         var onFlushed: (() -> Void)?
 
-        init(onFlushed: (() -> Void)?) { self.onFlushed = onFlushed }
+        init(onFlushed: (() -> Void)?, linger: Duration) {
+            self.onFlushed = onFlushed
+            self.linger = linger
+        }
     }
 
     private final class TLSSetupBox {

@@ -54,32 +54,9 @@ final class SendRingTests: XCTestCase {
         return got
     }
 
-    /// A connected pair on 127.0.0.1: the accepted end (the stream's side), the client end
-    /// (the test reads it, blocking, with a timeout).
+    /// A connected pair on 127.0.0.1 (`LocalSocket.tcpPair`), the client end closed at tear-down.
     private func tcpPair() throws -> (Int32, Int32) {
-        let l = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(l) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &addr) { p in
-            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                guard bind(l, sa, len) == 0, listen(l, 8) == 0, getsockname(l, sa, &len) == 0 else {
-                    throw POSIXError(.EADDRNOTAVAIL)
-                }
-            }
-        }
-        let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let rc = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, len) }
-        }
-        XCTAssertEqual(rc, 0)
-        let a = accept(l, nil, nil)
-        XCTAssertGreaterThanOrEqual(a, 0)
-        _ = fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK)
-        var tv = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let (a, c) = try LocalSocket.tcpPair()
         cleanup.append { close(c) }
         return (a, c)
     }

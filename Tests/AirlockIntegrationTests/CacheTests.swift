@@ -260,6 +260,28 @@ final class CacheTests: XCTestCase {
         XCTAssertGreaterThan(evictions, 128, "more than one slice")
     }
 
+    /// `GET /cache` of a cache whose listing runs to megabytes (2,500 entries under 3 KB URLs)
+    /// arrives whole: it was cut off after 2 s, sent through a 64 KB socket buffer at one
+    /// segment per delayed ACK and closed by the linger timer that counted the flush.
+    func testALargeListingArrivesWhole() throws {
+        let (_, a, adminPort) = try start(cache: "{ memory: 16MiB, purge_to: 8MiB, max_object: 4KiB }") { _ in
+            TestResponse(headers: Self.fresh, body: .bytes(Array("x".utf8)))
+        }
+        let long = String(repeating: "p", count: 3_000)
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        for i in 0..<2_500 {
+            let r = try c.exchange("GET /\(long)/\(i) HTTP/1.1\r\nHost: cache.test\r\n\r\n")
+            XCTAssertEqual(r.status, 200)
+        }
+        let listing = try admin(adminPort, "GET", "/cache")
+        let route = try XCTUnwrap((listing["routes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(route["entries"] as? Int, 2_500)
+        let items = try XCTUnwrap(route["items"] as? [[String: Any]])
+        XCTAssertEqual(items.count, 2_500, "every entry listed")
+        XCTAssertEqual(Set(items.compactMap { $0["url"] as? String }).count, 2_500)
+    }
+
     /// A response the route's validation rejects is never stored, even in report-only mode
     /// where the client gets it.
     func testARejectedResponseIsNeverStored() throws {

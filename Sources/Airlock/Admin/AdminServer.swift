@@ -24,8 +24,10 @@ final class AdminServer {
     /// that start an admin server alone.
     let tasks: TaskDirectory?
     let events: TaskEventHub?
-    /// The kernel's send buffer for admin sockets: bounded, so that a `/events` subscriber
-    /// that stops reading fills it soon and then loses events instead of holding memory.
+    /// The kernel's send buffer for a `/events` subscriber's socket: bounded, so that one that
+    /// stops reading fills it soon and then loses events instead of holding memory. (Only
+    /// theirs: a whole answer through a buffer this small goes at one segment per delayed ACK,
+    /// ~1.5 MB/s on loopback, and a large `GET /cache` was cut off.)
     static let sendBufferBytes: Int32 = 32 * 1024
     /// `/metrics` and `/upstreams`.
     private let metrics: GatewayMetrics?
@@ -55,8 +57,6 @@ final class AdminServer {
         self.token = token.map { Array($0.utf8) }
         self.isReady = isReady
         listener.onAccept = { [unowned self, unowned loop] fd, _ in
-            var size = Self.sendBufferBytes
-            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
             let c = AdminConnection(loop: loop, fd: fd, server: self)
             self.connections[ObjectIdentifier(c)] = c
         }
@@ -391,8 +391,12 @@ private final class AdminConnection: StreamDelegate, EventSubscriber {
     private var hub: TaskEventHub?
     private var queue = EventQueue<TaskEvent>(capacity: TaskEventHub.queueCapacity)
 
+    /// The socket, for `/events`' bounded send buffer.
+    private let fd: Int32
+
     init(loop: EventLoop, fd: Int32, server: AdminServer) {
         self.server = server
+        self.fd = fd
         stream = Stream(loop: loop, fd: fd)
         stream.delegate = self
         stream.setReadHighWatermark(AdminServer.wireLimits.headerBytes + 4)
@@ -433,6 +437,8 @@ private final class AdminConnection: StreamDelegate, EventSubscriber {
 
     func startEvents(_ hub: TaskEventHub, kinds: TaskEventKinds) {
         self.hub = hub
+        var size = AdminServer.sendBufferBytes
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         stream.write(Self.eventsHead)
         // A subscriber waits as long as it likes; one that stops reading is closed only when
         // its socket takes nothing for this long (it loses events meanwhile).
