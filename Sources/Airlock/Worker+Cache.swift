@@ -84,12 +84,13 @@ extension Worker {
         for (ex, stored) in woken { ex.fillWaitEnded(stored: stored) }
     }
 
-    /// `GET /cache`: this worker's entries per route.
-    func cacheListing() -> [WorkerCache] {
+    /// `GET /cache`: this worker's `limit` most recently used entries per route, and its counts.
+    func cacheListing(limit: Int) -> [WorkerCache] {
         let now = Int64(time(nil))
-        return caches.sorted { $0.key < $1.key }.map {
-            WorkerCache(route: $0.key, entries: $0.value.cache.listing(now: now), bytes: $0.value.cache.bytes,
-                        counters: $0.value.cache.counters)
+        return caches.keys.sorted().map { name in
+            let c = caches[name]!.cache
+            return WorkerCache(route: name, entries: c.listing(now: now, limit: limit), count: c.count, bytes: c.bytes,
+                               counters: c.counters)
         }
     }
 
@@ -104,7 +105,10 @@ extension Worker {
 /// One route's cache on one worker, for `GET /cache`.
 struct WorkerCache: Sendable {
     var route: String
+    /// The most recently used entries, up to the listing's limit.
     var entries: [ResponseCache.Listing]
+    /// All entries.
+    var count: Int
     var bytes: Int
     var counters: ResponseCache.Counters
 }

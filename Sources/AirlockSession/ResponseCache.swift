@@ -543,12 +543,19 @@ public struct ResponseCache {
         public var fresh: Bool
     }
 
-    /// `GET /cache`: every entry, most recently used first.
-    public func listing(now: Int64) -> [Listing] {
-        entries.entries.map { key, e in
+    /// `GET /cache`: the `limit` most recently used entries (all by default), most recent first.
+    /// The walk copies nothing but each row (on the worker's loop: listing a large cache whole
+    /// by copying every entry out held the loop for tens of milliseconds).
+    public func listing(now: Int64, limit: Int = .max) -> [Listing] {
+        var rows: [Listing] = []
+        rows.reserveCapacity(Swift.min(limit, entries.count))
+        guard limit > 0 else { return rows }
+        entries.forEachMostRecent { key, e in
             let age = e.age(now: now)
-            return Listing(url: key.url, variant: key.variant, status: e.head.status, bytes: e.bytes, hits: e.hits,
-                           age: age, fresh: e.lifetime > age)
+            rows.append(Listing(url: key.url, variant: key.variant, status: e.head.status, bytes: e.bytes, hits: e.hits,
+                                age: age, fresh: e.lifetime > age))
+            return rows.count < limit
         }
+        return rows
     }
 }

@@ -101,6 +101,17 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return v
     }
 
+    /// Calls `body` with each entry from the most to the least recently used, until it returns
+    /// false: a walk that copies nothing out of the map (`entries` copies every one).
+    @inlinable
+    public func forEachMostRecent(_ body: (borrowing Key, borrowing Value) -> Bool) {
+        var i = head
+        while i >= 0 {
+            guard body(keys[i].unsafelyUnwrapped, values[i].unsafelyUnwrapped) else { return }
+            i = next[i]
+        }
+    }
+
     /// Entries from most to least recently used.
     @inlinable
     public var entries: [(Key, Value)] {

@@ -274,12 +274,29 @@ final class CacheTests: XCTestCase {
             let r = try c.exchange("GET /\(long)/\(i) HTTP/1.1\r\nHost: cache.test\r\n\r\n")
             XCTAssertEqual(r.status, 200)
         }
-        let listing = try admin(adminPort, "GET", "/cache")
+        let listing = try admin(adminPort, "GET", "/cache?limit=1000000")
         let route = try XCTUnwrap((listing["routes"] as? [[String: Any]])?.first)
         XCTAssertEqual(route["entries"] as? Int, 2_500)
+        XCTAssertEqual(route["truncated"] as? Bool, false)
         let items = try XCTUnwrap(route["items"] as? [[String: Any]])
         XCTAssertEqual(items.count, 2_500, "every entry listed")
         XCTAssertEqual(Set(items.compactMap { $0["url"] as? String }).count, 2_500)
+        XCTAssertEqual(items.first?["url"] as? String, "http://cache.test/\(long)/2499", "the most recently used first")
+
+        // By default the 1,000 most recently used, and the count of all.
+        let first = try XCTUnwrap((try admin(adminPort, "GET", "/cache")["routes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(first["entries"] as? Int, 2_500)
+        XCTAssertEqual(first["truncated"] as? Bool, true)
+        XCTAssertEqual((first["items"] as? [[String: Any]])?.compactMap { $0["url"] as? String },
+                       items.prefix(1_000).compactMap { $0["url"] as? String })
+        XCTAssertEqual(((try admin(adminPort, "GET", "/cache?limit=2")["routes"] as? [[String: Any]])?.first?["items"] as? [Any])?.count, 2)
+        for bad in ["-1", "abc", "1000001", "", "99999999999999999999"] {
+            let c = try RawClient(port: adminPort)
+            defer { c.close() }
+            let r = try c.exchange("GET /cache?limit=\(bad) HTTP/1.1\r\nHost: admin\r\n\r\n")
+            XCTAssertEqual(r.status, 400, "limit=\(bad)")
+            XCTAssertEqual(Fixture.json(r.body)["error"] as? String, "bad-query", "limit=\(bad)")
+        }
     }
 
     /// A response the route's validation rejects is never stored, even in report-only mode

@@ -876,6 +876,10 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(rows.map(\.status), [200, 200])
         XCTAssertEqual(rows[0].bytes - rows[1].bytes, 3, "bytes count the body")
         XCTAssertEqual(cache.bytes, rows[0].bytes + rows[1].bytes)
+        // A limit lists that many, the most recently used first.
+        XCTAssertEqual(cache.listing(now: t0 + 5, limit: 1).map(\.url), ["http://o.test/a"])
+        XCTAssertEqual(cache.listing(now: t0 + 5, limit: 0).count, 0)
+        XCTAssertEqual(cache.listing(now: t0 + 5, limit: 3).map(\.url), rows.map(\.url))
         XCTAssertEqual(cache.remove(url: "http://o.test/b"), 1)
         XCTAssertEqual(cache.remove(url: "http://o.test/nothing"), 0)
         XCTAssertEqual(cache.bytes, rows[0].bytes)

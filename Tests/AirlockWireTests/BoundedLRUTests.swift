@@ -109,6 +109,33 @@ final class BoundedLRUTests: XCTestCase {
 
 extension BoundedLRUTests {
     /// A cache bounded by bytes purges the least recently used entry first, whatever was read since.
+    /// The walk sees every entry once, most recent first, and stops when told.
+    func testForEachMostRecentWalksFromTheNewestAndStops() {
+        var lru = BoundedLRU<Int, String>(capacity: 8)
+        for k in 1...5 { lru.update(k, default: { "v\(k)" }) { _ in } }
+        _ = lru.get(2)
+        var seen: [(Int, String)] = []
+        lru.forEachMostRecent { k, v in
+            seen.append((k, v))
+            return true
+        }
+        XCTAssertEqual(seen.map(\.0), [2, 5, 4, 3, 1])
+        XCTAssertEqual(seen.map(\.1), ["v2", "v5", "v4", "v3", "v1"])
+        XCTAssertEqual(seen.map(\.0), lru.entries.map(\.0))
+        var first: [Int] = []
+        lru.forEachMostRecent { k, _ in
+            first.append(k)
+            return first.count < 2
+        }
+        XCTAssertEqual(first, [2, 5])
+        var none = 0
+        BoundedLRU<Int, Int>(capacity: 1).forEachMostRecent { _, _ in
+            none += 1
+            return true
+        }
+        XCTAssertEqual(none, 0)
+    }
+
     func testRemoveLeastRecentTakesTheOldestFirst() {
         var lru = BoundedLRU<String, Int>(capacity: 10)
         XCTAssertNil(lru.removeLeastRecent())

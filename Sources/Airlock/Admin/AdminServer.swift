@@ -163,33 +163,49 @@ final class AdminServer {
 
     // MARK: the response cache
 
-    /// `GET /cache`: the routes' cached entries (all workers), their bytes and hits;
+    /// Entries `GET /cache` lists per route unless `limit` says otherwise, and the most it may say.
+    static let cacheListingLimit = 1_000
+    static let cacheListingMaximum = 1_000_000
+
+    /// `GET /cache[?limit=N]`: per route, the count of cached entries (all workers), their bytes
+    /// and hits, and the `limit` (1,000 by default) most recently used entries (each worker's,
+    /// most recent first; `truncated` when there are more);
     /// `DELETE /cache[?url=<absolute URL>]`: removes that URL's entries, or all.
     private func cacheRoute(_ method: AirlockWire.Method, _ query: [(String, String)], _ c: AdminConnection) -> [UInt8]? {
         guard let tasks else { return Self.error(404, "not-found", "no cache on this admin listener") }
         var url: String?
+        var limit = Self.cacheListingLimit
         for (key, value) in query {
-            guard method == .delete, key == "url" else {
-                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (DELETE /cache takes url)")
+            switch (method, key) {
+            case (.delete, "url"):
+                url = value
+            case (.get, "limit"):
+                guard value.utf8.count <= 7, let n = Int(value), n >= 0, n <= Self.cacheListingMaximum else {
+                    return Self.error(400, "bad-query", "limit must be a whole number from 0 to \(Self.cacheListingMaximum), not \"\(value)\"")
+                }
+                limit = n
+            default:
+                return Self.error(400, "bad-query", "unknown query parameter \"\(key)\" (GET /cache takes limit, DELETE /cache takes url)")
             }
-            url = value
         }
         switch method {
         case .get:
-            tasks.cacheListing { [c] answers in
-                var byRoute: [String: (entries: [ResponseCache.Listing], bytes: Int, hits: Int)] = [:]
+            tasks.cacheListing(limit: limit) { [c] answers in
+                var byRoute: [String: (entries: [ResponseCache.Listing], count: Int, bytes: Int, hits: Int)] = [:]
                 for w in answers.joined() {
-                    byRoute[w.route, default: ([], 0, 0)].entries += w.entries
-                    byRoute[w.route, default: ([], 0, 0)].bytes += w.bytes
-                    byRoute[w.route, default: ([], 0, 0)].hits += w.counters.hits
+                    byRoute[w.route, default: ([], 0, 0, 0)].entries += w.entries
+                    byRoute[w.route, default: ([], 0, 0, 0)].count += w.count
+                    byRoute[w.route, default: ([], 0, 0, 0)].bytes += w.bytes
+                    byRoute[w.route, default: ([], 0, 0, 0)].hits += w.counters.hits
                 }
                 var s = "{\"routes\":["
                 for (i, (name, r)) in byRoute.sorted(by: { $0.key < $1.key }).enumerated() {
                     if i > 0 { s += ",\n" }
                     s += "{\"route\":"
                     JSON.appendString(name, to: &s)
-                    s += ",\"entries\":\(r.entries.count),\"bytes\":\(r.bytes),\"hits\":\(r.hits),\"items\":["
-                    for (j, e) in r.entries.enumerated() {
+                    let items = r.entries.prefix(limit)
+                    s += ",\"entries\":\(r.count),\"bytes\":\(r.bytes),\"hits\":\(r.hits),\"truncated\":\(items.count < r.count),\"items\":["
+                    for (j, e) in items.enumerated() {
                         if j > 0 { s += "," }
                         s += "{\"url\":"
                         JSON.appendString(e.url, to: &s)

@@ -32,9 +32,9 @@ final class TaskDirectory: @unchecked Sendable {   // workers reached only throu
         gather({ $0.cancelTasks(id: id) }) { done($0.flatMap { $0 }) }
     }
 
-    /// `GET /cache`: every worker's cache entries per route.
-    func cacheListing(_ done: @escaping ([[WorkerCache]]) -> Void) {
-        gather({ $0.cacheListing() }, done)
+    /// `GET /cache`: every worker's cache entries per route (up to `limit` each).
+    func cacheListing(limit: Int, _ done: @escaping ([[WorkerCache]]) -> Void) {
+        gather({ $0.cacheListing(limit: limit) }, done)
     }
 
     /// `DELETE /cache[?url=]`: entries removed on every worker.
