@@ -25,9 +25,27 @@ extension Worker {
     /// Entries a purge drops per loop turn (`ResponseCache.purgeSlice`): about 100 µs of work.
     static let purgeSlice = 128
 
+    /// A reload's end of the routes' caches (a route's cache may have changed or gone: entries
+    /// are fetched again): each emptied at once, its entries freed a slice per loop turn.
+    func retireCaches() {
+        let first = retiredCaches.isEmpty
+        for var c in caches.values.map(\.cache) where c.count > 0 || c.hasWork {
+            c.retireAll()
+            retiredCaches.append(c)
+        }
+        caches = [:]
+        if first && !retiredCaches.isEmpty { loop.execute { [self] in self.freeRetiredSlice() } }
+    }
+
+    private func freeRetiredSlice() {
+        guard let last = retiredCaches.indices.last else { return }
+        if !retiredCaches[last].purgeStep() { retiredCaches.removeLast() }
+        if !retiredCaches.isEmpty { loop.execute { [self] in self.freeRetiredSlice() } }
+    }
+
     /// One slice of a purge a store began (past the route's `memory`, the store itself dropped
-    /// only what brought the cache back within it), queued again on the loop until the cache is
-    /// down to `purge_to`: the loop's connections wait at most one slice for it.
+    /// only what brought the cache back within it) or of entries `DELETE /cache` left, queued
+    /// again on the loop until it is done: the loop's connections wait at most one slice for it.
     private func purgeSlice(_ name: String) {
         // Gone with a reload (the caches were dropped): nothing left to purge.
         guard let i = caches.index(forKey: name), caches.values[i].purgeScheduled else { return }
@@ -44,7 +62,7 @@ extension Worker {
         let before = c.cache.counters
         let result = body(&c.cache)
         if c.cache.counters != before { c.metrics.add(before: before, after: c.cache.counters) }
-        let purge = c.cache.purging && !c.purgeScheduled
+        let purge = c.cache.hasWork && !c.purgeScheduled
         if purge { c.purgeScheduled = true }
         return (result, purge)
     }
@@ -97,7 +115,12 @@ extension Worker {
     /// `DELETE /cache[?url=]`: entries removed on this worker.
     func cacheRemove(url: String?) -> Int {
         var removed = 0
-        for name in Array(caches.keys) { removed += caches[name]!.cache.remove(url: url) }
+        for name in Array(caches.keys) {
+            guard let i = caches.index(forKey: name) else { continue }
+            let (n, work) = Self.counted(&caches.values[i]) { $0.remove(url: url) }
+            removed += n
+            if work { loop.execute { [self] in self.purgeSlice(name) } }   // emptied: freed in slices
+        }
         return removed
     }
 }

@@ -47,6 +47,8 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     var nextQueueTicket: UInt64 = 0
     /// The routes' response caches on this worker, by route name (`Worker+Cache`).
     var caches: [String: RouteCache] = [:]
+    /// Caches a reload ended, their entries freed a slice per loop turn (`retireCaches`).
+    var retiredCaches: [ResponseCache] = []
     var cacheWaiters: [CacheKey: [Exchange]] = [:]
     var cacheWakeups: [(Exchange, Bool)] = []
     private var flushing = 0
@@ -131,7 +133,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
         upstreamActiveTimeouts = loop.timeouts(read: limits.upstreamTimeout, write: limits.upstreamTimeout)
         upstreamIdleTimeouts = loop.timeouts(read: limits.idleTimeout, write: nil)
         phases = GatewayPhases(phaseContext)
-        caches = [:]   // a route's cache may have changed or gone: entries are refetched
+        retireCaches()   // a route's cache may have changed or gone: entries are refetched
         guard !staleTrust.isEmpty else { return }
         for u in pool.removeAll(where: { staleTrust.contains($0.trust) }) { u.close() }
         // A resumed session skips the certificate check: none from under the old material.

@@ -192,6 +192,8 @@ public struct ResponseCache {
     public var purgeSlice = Int.max
     /// A purge to `purgeTo` is under way (it began when the stored bytes passed `memory`).
     public private(set) var purging = false
+    /// Emptied tables (`retireAll`) freed a slice per `purgeStep`.
+    private var retired: [BoundedLRU<CacheKey, Entry>] = []
 
     private var entries = BoundedLRU<CacheKey, Entry>(capacity: Int.max)
     /// Per URL whose stored responses vary: their `Vary` names (lower-case, in order) and the
@@ -443,14 +445,25 @@ public struct ResponseCache {
         evict(atMost: purgeSlice == .max ? .max : 0)
     }
 
-    /// One slice of the purge under way: at most `purgeSlice` least recently used entries go
-    /// while the stored bytes are above `purgeTo`. True while more remain.
+    /// One slice of the work under way: at most `purgeSlice` entries freed, those `retireAll`
+    /// left first, then least recently used ones while the stored bytes are above `purgeTo`.
+    /// True while more remain (`hasWork`).
     @discardableResult
     public mutating func purgeStep() -> Bool {
-        guard purging else { return false }
-        evict(atMost: purgeSlice)
-        return purging
+        var budget = purgeSlice
+        while budget > 0, let last = retired.indices.last {
+            if retired[last].removeLeastRecent() != nil { budget -= 1 }
+            if retired[last].count == 0 { retired.removeLast() }
+        }
+        if purging && budget > 0 { evict(atMost: budget) }
+        return hasWork
     }
+
+    /// A purge is under way, or entries `retireAll` left wait to be freed.
+    public var hasWork: Bool { purging || !retired.isEmpty }
+
+    /// Entries `retireAll` left that are not freed yet.
+    public var retiredCount: Int { retired.reduce(0) { $0 + $1.count } }
 
     /// Drops least recently used entries while above `purgeTo`: every one needed to be within
     /// `memory`, and `extra` more; the purge ends once `purgeTo` is reached.
@@ -523,13 +536,25 @@ public struct ResponseCache {
             removed = removeURL(CacheKey(url: url))
         } else {
             removed = entries.count
-            while entries.removeLeastRecent() != nil {}
-            urls = [:]
-            bytes = 0
-            purging = false
+            retireAll()
         }
         counters.invalidations += removed
         return removed
+    }
+
+    /// Empties the cache at once (nothing is found any more, nothing counts against `memory`).
+    /// With a purge slice the entries are freed a slice per `purgeStep` (freeing tens of
+    /// thousands at once held the loop ~45 ms); without, here.
+    public mutating func retireAll() {
+        if purgeSlice == .max {
+            while entries.removeLeastRecent() != nil {}
+        } else if entries.count > 0 {
+            retired.append(entries)
+            entries = BoundedLRU(capacity: .max)
+        }
+        urls = [:]
+        bytes = 0
+        purging = false
     }
 
     /// One row of `GET /cache`.

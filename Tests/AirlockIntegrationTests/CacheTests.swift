@@ -299,6 +299,33 @@ final class CacheTests: XCTestCase {
         }
     }
 
+    /// `DELETE /cache` and a reload empty the caches at once (their entries are freed in slices
+    /// on the workers' loops afterwards): the next GET is a miss, and Airlock keeps serving.
+    func testDeleteAndReloadEmptyTheCacheAtOnce() throws {
+        let (o, a, adminPort) = try start { r in TestResponse(headers: Self.fresh, body: .bytes(Array("body of \(r.target)".utf8))) }
+        func fill() throws {
+            for i in 0..<300 { XCTAssertEqual(try get(a, "/e/\(i)").status, 200) }
+            XCTAssertEqual(try get(a, "/e/0").header("Cache-Status")?.hasPrefix("Airlock; hit"), true)
+        }
+        func entries() throws -> Int? {
+            ((try admin(adminPort, "GET", "/cache")["routes"] as? [[String: Any]])?.first?["entries"] as? Int)
+        }
+        try fill()
+        XCTAssertEqual(try entries(), 300)
+        XCTAssertEqual(try admin(adminPort, "DELETE", "/cache")["removed"] as? Int, 300)
+        XCTAssertEqual(try entries(), 0, "nothing listed at once")
+        XCTAssertEqual(try get(a, "/e/0").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200", "a miss at once")
+
+        try fill()
+        a.signal(SIGHUP)
+        XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.reloaded" })
+        XCTAssertEqual(try get(a, "/e/1").header("Cache-Status"), "Airlock; fwd=uri-miss; fwd-status=200", "a reload empties it")
+        XCTAssertEqual(try entries(), 1)
+        for i in 0..<300 { XCTAssertEqual(try get(a, "/e/\(i)").status, 200) }   // still serving, storing again
+        XCTAssertEqual(try entries(), 300)
+        XCTAssertEqual(o.requests.count, 300 + 1 + 299 + 1 + 299, "every miss went upstream once, every hit not")
+    }
+
     /// A response the route's validation rejects is never stored, even in report-only mode
     /// where the client gets it.
     func testARejectedResponseIsNeverStored() throws {

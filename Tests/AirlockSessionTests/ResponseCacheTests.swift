@@ -598,9 +598,32 @@ final class ResponseCacheTests: XCTestCase {
         // A purge under way that removals finish (here DELETE /cache) ends without dropping more.
         for n in 21..<37 { fill(&sliced, get("/\(n)"), fresh, body: body, at: t0) }
         XCTAssertTrue(sliced.purging)
-        sliced.remove(url: nil)
+        let evictions = sliced.counters.evictions
+        XCTAssertEqual(sliced.remove(url: nil), 20)
         XCTAssertFalse(sliced.purging)
+        // Emptied at once, freed in slices: nothing found, nothing counted, 20 left to free.
+        XCTAssertEqual(sliced.count, 0)
+        XCTAssertEqual(sliced.bytes, 0)
+        XCTAssertEqual(sliced.retiredCount, 20)
+        XCTAssertTrue(sliced.hasWork)
+        XCTAssertNotNil(forward(sliced.lookup(url: "http://o.test/30", request: get("/30"), now: t0)), "a miss at once")
+        var frees = 0
+        while sliced.hasWork && frees < 10 {
+            let before = sliced.retiredCount
+            sliced.purgeStep()
+            XCTAssertLessThanOrEqual(before - sliced.retiredCount, 4, "at most a slice per step")
+            frees += 1
+        }
+        XCTAssertEqual(frees, 5, "20 entries in slices of 4")
+        XCTAssertEqual(sliced.retiredCount, 0)
         XCTAssertFalse(sliced.purgeStep())
+        XCTAssertEqual(sliced.listing(now: t0).count, 0)
+        XCTAssertEqual(sliced.counters.evictions, evictions, "removed entries are not evictions")
+
+        // Without a slice the entries go at once.
+        XCTAssertEqual(whole.remove(url: nil), 5)
+        XCTAssertEqual(whole.retiredCount, 0)
+        XCTAssertFalse(whole.hasWork)
     }
 
     /// An entry counts more than its text: the key, the tables' slots and the allocator's
@@ -736,11 +759,11 @@ final class ResponseCacheTests: XCTestCase {
                 cache.invalidate(method: .post, url: "http://o.test/u\(next(40))", response: responseHead("HTTP/1.1 204 No Content"))
             default:
                 if next(50) == 0 { cache.remove(url: next(2) == 0 ? nil : "http://o.test/u\(next(40))") }
-                if cache.purging, next(2) == 0 {
-                    let before = cache.count
+                if cache.hasWork, next(2) == 0 {
+                    let before = cache.count + cache.retiredCount
                     cache.purgeStep()
                     purgeSteps += 1
-                    XCTAssertLessThanOrEqual(before - cache.count, purgeSlice, "step \(step)")
+                    XCTAssertLessThanOrEqual(before - cache.count - cache.retiredCount, purgeSlice, "step \(step)")
                 }
                 now += Int64(next(5))
             }
