@@ -626,6 +626,35 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertFalse(whole.hasWork)
     }
 
+    /// The stored head has one `Content-Length`, the body's (whatever the response said, or
+    /// did not say, of its length); a 204 has none.
+    func testTheStoredHeadCarriesTheBodysLengthOnce() throws {
+        let cases: [(fields: [String], body: Int)] = [
+            (["Content-Length: 5", "X-After: 1"], 5),
+            (["Content-Length: 05", "X-After: 1"], 5),
+            (["Content-Length: 5", "Content-Length: 5", "X-After: 1"], 5),
+            (["Content-Length: 5, 5", "X-After: 1"], 5),
+            (["Transfer-Encoding: chunked", "X-After: 1"], 5),
+            (["Content-Length: 0", "X-After: 1"], 0),
+            (["Content-Length: 12345678901", "X-After: 1"], 5),   // the body is what counts
+        ]
+        for (n, c) in cases.enumerated() {
+            var cache = ResponseCache()
+            let response = ok(([date0, "Cache-Control: max-age=60"] + c.fields).joined(separator: "\r\n"))
+            XCTAssertTrue(isStored(fill(&cache, get("/\(n)"), response, body: [UInt8](repeating: 1, count: c.body), at: t0)), "\(c.fields)")
+            let served = try XCTUnwrap(hit(cache.lookup(url: "http://o.test/\(n)", request: get("/\(n)"), now: t0)))
+            XCTAssertEqual(served.head.headers.values(.contentLength), [String(c.body)], "\(c.fields)")
+            XCTAssertEqual(served.head.headers.values(name: "x-after"), ["1"], "\(c.fields)")
+            XCTAssertEqual(served.head.headers.values(.transferEncoding), [], "\(c.fields)")
+            XCTAssertEqual(served.head.declaredFraming, .length(UInt64(c.body)))
+        }
+        var cache = ResponseCache()
+        let noContent = responseHead("HTTP/1.1 204 No Content\r\n\(date0)\r\nCache-Control: max-age=60")
+        XCTAssertTrue(isStored(fill(&cache, get("/204"), noContent, body: [], at: t0)))
+        let served = try XCTUnwrap(hit(cache.lookup(url: "http://o.test/204", request: get("/204"), now: t0)))
+        XCTAssertEqual(served.head.headers.values(.contentLength), [])
+    }
+
     /// An entry counts more than its text: the key, the tables' slots and the allocator's
     /// headers (`entryOverhead`), so many tiny responses cannot hold many times `memory`.
     func testAnEntryCountsItsOverheadBesidesItsText() throws {
