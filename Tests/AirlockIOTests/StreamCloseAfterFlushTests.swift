@@ -1,4 +1,5 @@
 @testable import AirlockIO
+import CLibevent   // timeval (its shim includes <sys/time.h>)
 import Foundation
 import Glibc
 import XCTest
