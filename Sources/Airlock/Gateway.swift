@@ -184,7 +184,11 @@ public final class Gateway: @unchecked Sendable {
         mainLoop.run()
         for w in workers { w.loop.join() }
         for w in workers { w.flushLog() }
+        // Freeing the watcher gives the signals back their default action: a late SIGTERM (an
+        // operator's second, a supervisor's) would kill the process before the records above
+        // and the one below reach stdout. Ignored from here on: the drain is done.
         signals = nil
+        for sig in [SIGTERM, SIGINT, SIGHUP] { _ = Glibc.signal(sig, SIG_IGN) }
         logger.info("airlock.stopped", metadata: [:])  // written after every queued record
     }
 

@@ -304,6 +304,33 @@ final class GatewayTests: XCTestCase {
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB for a slow reader")
     }
 
+    /// SIGTERM after SIGTERM (an operator's second, a supervisor's), until the process is gone:
+    /// the drain is not cut short and the exit is 0 with `airlock.stopped` and every record
+    /// written. A SIGTERM that came after the signal watcher was freed, while the last records
+    /// were being written, killed the process (exit 143) and lost them (AccessLogTests saw it
+    /// about once in 60 runs).
+    func testRepeatedSigtermsStillEndInAnOrderlyExit() throws {
+        let o = try origin(.respond { _ in
+            usleep(300_000)
+            return .ok("finished")
+        })
+        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
+        let c = try RawClient(port: a.port)
+        defer { c.close() }
+        try c.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(o.waitForRequests(1, timeout: 5))
+        var status: Int32?
+        let deadline = Date().addingTimeInterval(15)
+        while status == nil && Date() < deadline {   // one every 0.2 ms until it exits
+            a.signal(SIGTERM)
+            status = a.waitForExit(timeout: 0.0002)
+        }
+        XCTAssertEqual(status, 0, "an orderly exit, not death by SIGTERM (143)")
+        XCTAssertEqual(String(decoding: try c.readResponse(timeout: 5).body, as: UTF8.self), "finished")
+        XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.stopped" })
+        XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.access" && $0["target"] as? String == "/slow" })
+    }
+
     func testSigtermDrainsInFlightThenExitsZero() throws {
         let o = try origin(.respond { _ in
             usleep(800_000)
