@@ -310,15 +310,8 @@ final class GatewayTests: XCTestCase {
     /// were being written, killed the process (exit 143) and lost them (AccessLogTests saw it
     /// about once in 60 runs).
     func testRepeatedSigtermsStillEndInAnOrderlyExit() throws {
-        let o = try origin(.respond { _ in
-            usleep(300_000)
-            return .ok("finished")
-        })
-        let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
-        let c = try RawClient(port: a.port)
+        let (a, c) = try requestInFlight(answeredAfter: 300_000)
         defer { c.close() }
-        try c.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-        XCTAssertTrue(o.waitForRequests(1, timeout: 5))
         var status: Int32?
         let deadline = Date().addingTimeInterval(15)
         while status == nil && Date() < deadline {   // one every 0.2 ms until it exits
@@ -331,16 +324,23 @@ final class GatewayTests: XCTestCase {
         XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "request.access" && $0["target"] as? String == "/slow" })
     }
 
-    func testSigtermDrainsInFlightThenExitsZero() throws {
+    /// Airlock with `GET /slow` in flight to an origin that answers "finished" after `delay`
+    /// microseconds, and the client that sent it.
+    private func requestInFlight(answeredAfter delay: UInt32) throws -> (AirlockProcess, RawClient) {
         let o = try origin(.respond { _ in
-            usleep(800_000)
+            usleep(delay)
             return .ok("finished")
         })
         let a = try start(Fixture.gatewayConfig(upstreamPort: o.port))
         let c = try RawClient(port: a.port)
-        defer { c.close() }
         try c.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
         XCTAssertTrue(o.waitForRequests(1, timeout: 5))
+        return (a, c)
+    }
+
+    func testSigtermDrainsInFlightThenExitsZero() throws {
+        let (a, c) = try requestInFlight(answeredAfter: 800_000)
+        defer { c.close() }
         a.signal(SIGTERM)
         let r = try c.readResponse(timeout: 10)
         XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "finished")
