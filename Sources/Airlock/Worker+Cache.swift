@@ -17,7 +17,15 @@ extension Worker {
         // A worker usually holds one route's cache: compared by name, not hashed (twice a miss).
         let i = caches.count == 1 && caches.keys[caches.startIndex] == name
             ? caches.startIndex : caches.index(forKey: name) ?? makeCache(route)
-        let (result, purge) = Self.counted(&caches.values[i], body)   // in place: the cache is never copied
+        return run(body, onCacheAt: i, named: name)
+    }
+
+    /// `body` on the cache at `i` in place (it is never copied), its counters' gains added to
+    /// the route's metrics; a purge it began (or entries it left to free) gets its first slice
+    /// queued on the loop.
+    private func run<R>(_ body: (inout ResponseCache) -> R, onCacheAt i: Dictionary<String, RouteCache>.Index,
+                        named name: String) -> R {
+        let (result, purge) = Self.counted(&caches.values[i], body)
         if purge { loop.execute { [self] in self.purgeSlice(name) } }
         return result
     }
@@ -117,9 +125,7 @@ extension Worker {
         var removed = 0
         for name in Array(caches.keys) {
             guard let i = caches.index(forKey: name) else { continue }
-            let (n, work) = Self.counted(&caches.values[i]) { $0.remove(url: url) }
-            removed += n
-            if work { loop.execute { [self] in self.purgeSlice(name) } }   // emptied: freed in slices
+            removed += run({ $0.remove(url: url) }, onCacheAt: i, named: name)   // emptied: freed in slices
         }
         return removed
     }
@@ -140,7 +146,7 @@ struct WorkerCache: Sendable {
 struct RouteCache {
     var cache: ResponseCache
     let metrics: CacheMetrics
-    /// A purge slice is queued on the loop (`Worker.schedulePurge`).
+    /// A purge slice is queued on the loop (`Worker.purgeSlice`).
     var purgeScheduled = false
 }
 

@@ -1,5 +1,6 @@
 // Public: the @inlinable input accessors (inputLength, withInput) call libevent directly.
 public import CLibevent
+import AirlockWire   // ByteClass.typed
 import CLiburing   // iovec (sys/uio.h) is defined in the module of the first header that includes it
 import Glibc
 
@@ -30,7 +31,7 @@ extension Stream {
     /// buffer appends byte by byte. For the response cache's copy of a body it relays.
     public func copyInput(_ n: Int, appendingTo bytes: inout [UInt8]) {
         if staged.count > 0 {
-            bytes.append(contentsOf: Self.typed(UnsafeRawBufferPointer(rebasing: staged.prefix(Swift.min(n, staged.count)))))
+            bytes.append(contentsOf: ByteClass.typed(UnsafeRawBufferPointer(rebasing: staged.prefix(Swift.min(n, staged.count)))))
             return
         }
         let want = Swift.min(n, evbuffer_get_length(input))
@@ -41,22 +42,16 @@ extension Stream {
             var left = want
             for k in 0..<chains where left > 0 {
                 let take = Swift.min(left, v[k].iov_len)
-                bytes.append(contentsOf: UnsafeBufferPointer(start: v[k].iov_base?.assumingMemoryBound(to: UInt8.self), count: take))
+                bytes.append(contentsOf: ByteClass.typed(UnsafeRawBufferPointer(start: v[k].iov_base, count: take)))
                 left -= take
             }
             return true
         }
-        if !complete { withInput(max: want) { bytes.append(contentsOf: Self.typed($0)) } }
+        if !complete { withInput(max: want) { bytes.append(contentsOf: ByteClass.typed($0)) } }
     }
 
     /// Vectors `copyInput` peeks the input's chains into.
     static let copyIOVecs = 16
-
-    /// Raw bytes as `UInt8`s, which an array appends with one copy.
-    @inline(__always)
-    static func typed(_ bytes: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
-    }
 
     public func drainInput(_ n: Int) {
         guard n > 0 else { return }

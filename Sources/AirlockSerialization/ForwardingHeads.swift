@@ -74,7 +74,7 @@ public enum ForwardingHeads {
 
     /// The response head sent to the client (with our Via line: RFC 9110 7.6.3 asks it of
     /// every message a proxy forwards, responses too). `extraFields` writes fields of Airlock's
-    /// own after the upstream's (the cache's `Age` and `Cache-Status`), so the parsed head is
+    /// own after the upstream's (the cache's `Cache-Status`), so the parsed head is
     /// never copied to carry them.
     public static func response(_ resp: ResponseHead, framing: BodyFraming, out: OutFraming,
                                 requestMethod: AirlockWire.Method, keepAlive: Bool, clientVersion: HTTPVersion,

@@ -139,8 +139,8 @@ public struct ResponseCache {
             // Nothing to drop or add (a miss without the client's own conditional): unchanged, uncopied.
             if conditionalFields.isEmpty && !client.contains(.ifNoneMatch) && !client.contains(.ifModifiedSince) { return client }
             var out = client
-            out.removeAll(name: "if-none-match")
-            out.removeAll(name: "if-modified-since")
+            out.removeAll(.ifNoneMatch)
+            out.removeAll(.ifModifiedSince)
             for field in conditionalFields { out.append(name: field.name, value: field.value) }
             return out
         }

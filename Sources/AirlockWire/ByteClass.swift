@@ -3,6 +3,12 @@
 /// the predicates other modules' byte scanners share (AirlockSerialization's multipart syntax)
 /// are public and `@inlinable`, so they fold there as they do here.
 public enum ByteClass {
+    /// Raw bytes as `UInt8`s: an array appends those with one copy (a raw buffer, byte by byte).
+    @inlinable @inline(__always)
+    public static func typed(_ bytes: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+    }
+
     public static let cr: UInt8 = 0x0D
     public static let lf: UInt8 = 0x0A
     public static let sp: UInt8 = 0x20

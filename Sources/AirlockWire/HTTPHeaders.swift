@@ -239,21 +239,15 @@ public struct HTTPHeaders: Sendable, Equatable {
     mutating func append(nameBytes: UnsafeRawBufferPointer, valueBytes: UnsafeRawBufferPointer, known: KnownField) {
         precondition(storage.count + nameBytes.count + valueBytes.count < Int(UInt32.max), "HTTPHeaders storage overflow")
         let nameStart = UInt32(storage.count)
-        storage.append(contentsOf: Self.typed(nameBytes))
+        storage.append(contentsOf: ByteClass.typed(nameBytes))
         let valueStart = UInt32(storage.count)
-        storage.append(contentsOf: Self.typed(valueBytes))
+        storage.append(contentsOf: ByteClass.typed(valueBytes))
         entries.append(Entry(
             nameStart: nameStart, nameCount: UInt32(nameBytes.count),
             valueStart: valueStart, valueCount: UInt32(valueBytes.count),
             known: known
         ))
         knownFields |= known.bit
-    }
-
-    /// Bytes as `UInt8`s: an array appends those with one copy (a raw buffer, byte by byte).
-    @inline(__always)
-    private static func typed(_ bytes: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count)
     }
 
     /// Empties these headers and starts them over from a copy of a parsed field block (one
@@ -334,7 +328,7 @@ public struct HTTPHeaders: Sendable, Equatable {
                     (to + at).copyMemory(from: from + Int(e.valueStart), byteCount: Int(e.valueCount))
                     at += Int(e.valueCount)
                 }
-                out.storage.append(contentsOf: Self.typed(UnsafeRawBufferPointer(scratch)))
+                out.storage.append(contentsOf: ByteClass.typed(UnsafeRawBufferPointer(scratch)))
             }
         }
         out.entries = kept

@@ -117,12 +117,7 @@ public struct HeadWriter: ~Copyable {
         let out = reserve(capacity + 2)
         var text = TextBuilder(UnsafeMutableRawBufferPointer(start: out, count: capacity))
         build(&text)
-        let n = text.count
-        let value = UnsafeMutableBufferPointer(start: out, count: n)
-        if !ByteClass.allFieldValueBytes(UnsafeRawBufferPointer(value)) {
-            for k in 0..<n where !ByteClass.isFieldValueByte(value[k]) { value[k] = ByteClass.sp }
-        }
-        count += n
+        count += Self.writeValue(UnsafeRawBufferPointer(start: out, count: text.count), to: out)   // checked in place
         appendCRLF()
     }
 
