@@ -34,32 +34,6 @@ extension HTTPHeaders {
 }
 
 extension HTTPHeaders {
-    /// Calls `body(field, n)` for every field whose name is `names[n]` (all lower-case),
-    /// ignoring ASCII case, in field order: several names found in one pass over the fields,
-    /// each compared only with the names of its length (a response's `Expires` and
-    /// `Last-Modified` read together, where a search per name walked every field each time).
-    public func forEachField(named names: [StaticString], _ body: (_ field: Int, _ name: Int) -> Void) {
-        // The names' lengths as bits (all below 64): most fields are passed over on one test.
-        var lengths: UInt64 = 0
-        for name in names {
-            precondition(name.utf8CodeUnitCount < 64, "forEachField(named:) takes names shorter than 64 bytes")
-            lengths |= 1 << UInt64(name.utf8CodeUnitCount)
-        }
-        entries.withUnsafeBufferPointer { fields in
-            storage.withUnsafeBytes { all in
-                guard let base = all.baseAddress else { return }
-                for i in 0..<fields.count where fields[i].nameCount < 64 && lengths & (1 << UInt64(fields[i].nameCount)) != 0 {
-                    let e = fields[i]
-                    for n in 0..<names.count where names[n].utf8CodeUnitCount == Int(e.nameCount)
-                        && Self.nameEquals(base + Int(e.nameStart), names[n]) {
-                        body(i, n)
-                        break
-                    }
-                }
-            }
-        }
-    }
-
     /// Whether the `lowered.utf8CodeUnitCount` bytes at `name` are `lowered`, ignoring ASCII case.
     @inline(__always)
     private static func nameEquals(_ name: UnsafeRawPointer, _ lowered: StaticString) -> Bool {
@@ -81,39 +55,15 @@ extension HTTPHeaders {
     public func firstIndex(lowercased lowered: StaticString) -> Int? {
         let known = KnownField.classify(UnsafeRawBufferPointer(start: lowered.utf8Start, count: lowered.utf8CodeUnitCount))
         if known != .other { return firstIndex(known) }
-        return firstIndex(lowercased: lowered, from: 0)
-    }
-
-    /// `firstIndex(lowercased:)` among the fields from `start` on.
-    private func firstIndex(lowercased lowered: StaticString, from start: Int) -> Int? {
-        entries.withUnsafeBufferPointer { fields in
+        return entries.withUnsafeBufferPointer { fields in
             storage.withUnsafeBytes { all in
-                guard let base = all.baseAddress, start < fields.count else { return nil }
-                for i in start..<fields.count where Int(fields[i].nameCount) == lowered.utf8CodeUnitCount
+                guard let base = all.baseAddress else { return nil }
+                for i in 0..<fields.count where Int(fields[i].nameCount) == lowered.utf8CodeUnitCount
                     && Self.nameEquals(base + Int(fields[i].nameStart), lowered) {
                     return i
                 }
                 return nil
             }
         }
-    }
-
-    /// The first non-empty comma-separated element of the fields named `name` (all lower-case),
-    /// OWS-trimmed, case kept: `listElements(name:).first` without building the list (and no
-    /// String at all when there is none).
-    public func firstListElement(name: StaticString) -> String? {
-        var found: String?
-        var next = 0
-        while found == nil, let i = firstIndex(lowercased: name, from: next) {
-            withValueBytes(at: i) { value in
-                _ = ByteClass.forEachListElement(value) { element in
-                    guard !element.isEmpty else { return true }
-                    found = String(decoding: element, as: UTF8.self)
-                    return false
-                }
-            }
-            next = i + 1
-        }
-        return found
     }
 }
