@@ -22,7 +22,7 @@ BINARY  ?=
 FILE    ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := request response chunked
-APT_PKGS := libevent-dev libssl-dev liburing-dev libyaml-dev pkg-config binutils curl openssl python3 python3-cryptography
+APT_PKGS := libevent-dev libssl-dev liburing-dev libyaml-dev libmimalloc-dev pkg-config binutils curl openssl python3 python3-cryptography
 # Only `make test` needs these (Node, headless Chromium and its certutil, tidy, Python's venv).
 TEST_APT_PKGS := python3-venv nodejs chromium libnss3-tools tidy
 # What the tests import, in a virtual environment of Debian's python3 (so a pyenv or another
@@ -103,6 +103,7 @@ setup: check-swift
 	@$(call apt_install,$(APT_PKGS)); \
 	pkg-config --exists libevent openssl liburing yaml-0.1 || { \
 	  echo "error: pkg-config cannot find libevent, openssl, liburing and/or libyaml (libevent-dev, libssl-dev, liburing-dev, libyaml-dev)" >&2; exit 1; }; \
+	test -f /usr/include/mimalloc.h || { echo "error: mimalloc.h not found (libmimalloc-dev)" >&2; exit 1; }; \
 	echo "setup: ok (libevent $$(pkg-config --modversion libevent), openssl $$(pkg-config --modversion openssl), liburing $$(pkg-config --modversion liburing), libyaml $$(pkg-config --modversion yaml-0.1))"
 
 # What `make test` needs beyond the build: Node, Chromium, certutil, and the tests' Python.

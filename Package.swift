@@ -41,6 +41,11 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The process's allocator (AirlockIO's Allocator): linked, it replaces glibc's malloc.
+        .systemLibrary(
+            name: "CMimalloc",
+            providers: [.apt(["libmimalloc-dev"])]
+        ),
         .systemLibrary(
             name: "CLibYAML",
             pkgConfig: "yaml-0.1",
@@ -53,7 +58,7 @@ let package = Package(
         .target(name: "AirlockSecurity", dependencies: ["AirlockWire"], swiftSettings: strict),
 
         // The only module that touches C.
-        .target(name: "AirlockIO", dependencies: ["AirlockWire", "CLibevent", "COpenSSL", "CLiburing"], swiftSettings: strict),
+        .target(name: "AirlockIO", dependencies: ["AirlockWire", "CLibevent", "COpenSSL", "CLiburing", "CMimalloc"], swiftSettings: strict),
 
         .target(name: "AirlockSession", dependencies: ["AirlockWire"], swiftSettings: strict),
 

@@ -166,6 +166,7 @@ public final class Gateway: @unchecked Sendable {
             "routes": .stringConvertible(config.routes.count),
             "max_connections": .stringConvertible(maxConnections),
             "send_batching": .string(workers.first?.loop.sendBatching ?? "-"),
+            "allocator": .string(Allocator.description),
         ])
     }
 

@@ -62,6 +62,8 @@ final class LifecycleRecordTests: XCTestCase {
         XCTAssertEqual(int(listening["workers"]), 1)
         XCTAssertEqual(int(listening["routes"]), 2)
         XCTAssertFalse((listening["send_batching"] as? String ?? "").isEmpty, "\(listening)")
+        // The process allocates with mimalloc (linked ahead of glibc's malloc), and says so.
+        XCTAssertTrue((listening["allocator"] as? String ?? "").hasPrefix("mimalloc 2."), "\(listening)")
 
         a.signal(SIGTERM)
         XCTAssertEqual(a.waitForExit(timeout: 15), 0, "exit status after SIGTERM")

@@ -1,0 +1,21 @@
+#ifndef AIRLOCK_CMIMALLOC_SHIM_H
+#define AIRLOCK_CMIMALLOC_SHIM_H
+/* mimalloc (Debian's libmimalloc, built to override malloc): linked into the process, its
+ * malloc, free, realloc and malloc_usable_size take the place of glibc's for every caller
+ * (the Swift runtime, libevent, OpenSSL). Airlock calls nothing of it but the two below, to
+ * say which allocator is in effect (AirlockIO's Allocator). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <mimalloc.h>
+
+/* True when malloc itself is mimalloc's: a block from malloc lies in mimalloc's heap. False
+ * when glibc's malloc came first in symbol resolution (the library linked but not in effect). */
+static inline bool airlock_malloc_is_mimalloc(void) {
+    void *p = malloc(16);
+    bool ours = p != NULL && mi_is_in_heap_region(p);
+    free(p);
+    return ours;
+}
+
+static inline int airlock_mimalloc_version(void) { return mi_version(); }
+#endif
