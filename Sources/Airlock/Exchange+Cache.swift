@@ -129,14 +129,16 @@ extension Exchange {
         // Moved out of the state (take, swap): no copies of the head and body to release again.
         guard let state = cache, let fill = state.fill.take() else { return }
         var stored = false
-        if state.teeing, let head = state.upstreamHead.take() {
+        if state.teeing, var head = state.upstreamHead.take().map({ Optional($0) }) {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
-            var body: [UInt8] = []
-            swap(&body, &state.body)
+            var body: [UInt8]? = []
+            swap(&body!, &state.body)
             let done = worker.withCache(routeRef) {
-                // Teeing: the response cache filter found no field refusal.
-                $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now, fieldsChecked: true)
+                // Teeing: the response cache filter found no field refusal. The head and body
+                // are moved out of the optionals into the entry (`take`), not copied.
+                $0.complete(fill, request: request, response: head.take()!, body: body.take()!, validated: validated, now: now,
+                            fieldsChecked: true)
             }
             if case .stored = done.outcome { stored = true }
         } else {

@@ -58,12 +58,13 @@ extension ResponseCache {
         let hasExpires: Bool
         let lifetime: Int64
 
-        init(_ response: ResponseHead, responseTime: Int64, heuristicPercent: Int?) {
-            let headers = response.headers
-            control = CacheControl(headers)
-            date = dateValue(headers, responseTime: responseTime)
+        /// `borrowing`: an initializer's parameter is otherwise consumed, and so copied by a
+        /// caller that goes on using the head (`complete` moves it into the entry afterwards).
+        init(_ response: borrowing ResponseHead, responseTime: Int64, heuristicPercent: Int?) {
+            control = CacheControl(response.headers)
+            date = dateValue(response.headers, responseTime: responseTime)
             // The last `Expires` and how many (none: one test of the head's known fields).
-            let expires = headers.lastIndex(.expires)
+            let expires = response.headers.lastIndex(.expires)
             hasExpires = expires != nil
             lifetime = Self.lifetime(response, control: control, date: date, expires: expires, heuristicPercent: heuristicPercent)
         }

@@ -302,7 +302,8 @@ public struct ResponseCache {
     /// it (a rejected response is never stored). `body` is the whole decoded body.
     /// `fieldsChecked`: the caller's response filter found no `fieldRefusal` for this request
     /// and response (the rules that read fields only), so they are not checked again.
-    public mutating func complete(_ fill: Fill, request: RequestHead, response: ResponseHead, body: [UInt8],
+    /// `response` and `body` are consumed: the stored entry is made of them, moved, not copied.
+    public mutating func complete(_ fill: Fill, request: RequestHead, response: consuming ResponseHead, body: consuming [UInt8],
                                   validated: Bool, now: Int64, fieldsChecked: Bool = false) -> Completion {
         let waiters = release(fill)
         var status = CacheStatus(fwd: fill.forward, fwdStatus: response.status)
@@ -331,18 +332,29 @@ public struct ResponseCache {
                           notModified: notModified)
             return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
         }
-        var head = response
-        head.headers = Self.storableFields(response.headers)
-        if response.status != 204 { head.headers.append(.contentLength, decimal: body.count) }
         let names = response.headers.contains(.vary) ? response.headers.listElements(name: "vary").map { $0.lowercased() } : []
         let base = fill.key.variant.isEmpty ? fill.key : CacheKey(url: fill.key.url)
         let key = names.isEmpty ? base : CacheKey(url: base.url, variant: CacheKey.variant(names: names, request: request))
         // The response's facts, read once: the rules, the entry's lifetime and its age use them.
         let facts = Facts(response, responseTime: now, heuristicPercent: heuristicPercent)
-        if let refusal = storeRefusal(request: request, response: response, facts: facts, checkFields: !fieldsChecked,
-                                      key: key, stored: head, body: body, validated: validated) {
+        if let refusal = Self.refusal(request: request, response: response, facts: facts, checkFields: !fieldsChecked)
+            ?? (validated ? nil : .rejected) {
             status.detail = refusal.rawValue
             return Completion(outcome: .notStored(refusal), status: status, waiters: waiters)
+        }
+        let initialAge = Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now)
+        let hasBody = response.status != 204
+        // The stored head is the response itself, moved (not copied), with its fields replaced.
+        var head = response
+        head.headers = Self.storableFields(head.headers)
+        if hasBody { head.headers.append(.contentLength, decimal: body.count) }
+        head.declaredFraming = hasBody ? .length(UInt64(body.count)) : .none
+        head.keepAlive = true
+        // The entry's bytes, as it would be stored, against `max_object`.
+        let bytes = Self.cost(key: key, head: head, body: body)
+        guard bytes <= limits.maxObject else {
+            status.detail = CacheRefusal.tooLarge.rawValue
+            return Completion(outcome: .notStored(.tooLarge), status: status, waiters: waiters)
         }
         let known = urls.isEmpty ? nil : urls[base]?.vary
         if names.isEmpty {
@@ -351,15 +363,10 @@ public struct ResponseCache {
             removeURL(base)                       // its entries varied otherwise, or not at all
             urls[base] = URLState(vary: names)
         }
-        head.declaredFraming = response.status == 204 ? .none : .length(UInt64(body.count))
-        head.keepAlive = true
-        // What is read of the head is read first: its last use is the entry, which it can move into.
+        // What is read of the head is read first: its last use is the entry, which it moves into.
         let notModified = Self.notModified(request: request, stored: head)
-        let bytes = Self.cost(key: key, head: head, body: body)
         put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
-                       initialAge: Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now),
-                       lifetime: facts.lifetime,
-                       alwaysRevalidate: facts.control.noCache,
+                       initialAge: initialAge, lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache,
                        bytes: bytes))
         counters.stores += 1
         status.stored = true
@@ -373,15 +380,6 @@ public struct ResponseCache {
     private mutating func release(_ fill: Fill) -> Int {
         guard fill.collapses else { return 0 }
         return fills.removeValue(forKey: fill.key) ?? 0
-    }
-
-    /// `stored`: the head as it would be stored (the entry's bytes count against `max_object`).
-    private func storeRefusal(request: RequestHead, response: ResponseHead, facts: Facts, checkFields: Bool, key: CacheKey,
-                              stored: ResponseHead, body: [UInt8], validated: Bool) -> CacheRefusal? {
-        if let refusal = Self.refusal(request: request, response: response, facts: facts, checkFields: checkFields) { return refusal }
-        guard validated else { return .rejected }
-        guard Self.cost(key: key, head: stored, body: body) <= limits.maxObject else { return .tooLarge }
-        return nil
     }
 
     /// What an entry holds besides its body, its head's field storage and its key's text: the
@@ -400,13 +398,14 @@ public struct ResponseCache {
 
     // MARK: storage
 
-    private mutating func put(_ key: CacheKey, _ entry: Entry) {
-        if let old = entries.updateValue(entry, forKey: key) { bytes -= old.bytes }
+    /// Both moved into the table (read first, then consumed: no copy of the entry's head and body).
+    private mutating func put(_ key: consuming CacheKey, _ entry: consuming Entry) {
         bytes += entry.bytes
         if !key.variant.isEmpty {
             let base = CacheKey(url: key.url)
             if urls[base]?.variants.contains(key.variant) == false { urls[base]?.variants.append(key.variant) }
         }
+        if let old = entries.updateValue(entry, forKey: key) { bytes -= old.bytes }
     }
 
     @discardableResult

@@ -64,7 +64,7 @@ public struct BoundedLRU<Key: Hashable, Value> {
     /// store that counts what it holds (AirlockSession's `ResponseCache`) in one lookup.
     @discardableResult
     @inlinable
-    public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+    public mutating func updateValue(_ value: consuming Value, forKey key: consuming Key) -> Value? {
         // One hash and probe of `key`: its slot, or the slot the insert takes (the next free
         // one, as `allocate` takes it), claimed in place.
         let vacant = free.last ?? keys.count
@@ -125,7 +125,7 @@ public struct BoundedLRU<Key: Hashable, Value> {
     }
 
     @inlinable
-    mutating func allocate(_ key: Key, _ value: Value) -> Int {
+    mutating func allocate(_ key: consuming Key, _ value: consuming Value) -> Int {
         if let i = free.popLast() {
             keys[i] = key
             values[i] = value
