@@ -9,7 +9,7 @@
 #      the base image; then its instructions in order: RUN in a chroot (/bin/sh -c, as the
 #      Dockerfile's USER once set), COPY --from=build, USER, EXPOSE, HEALTHCHECK, ENTRYPOINT, CMD;
 #   3. checks in the chroot as the image's USER: the binary is stripped, `ldd` finds every
-#      library, `airlock --version`, the image's ENTRYPOINT+CMD with a config at the CMD's path
+#      library, `airlock --version`, mimalloc is the malloc in effect (airlock.listening), the image's ENTRYPOINT+CMD with a config at the CMD's path
 #      (explicit routes; listen 127.0.0.1:0 instead of 0.0.0.0 here, admin on 127.0.0.1:0) serves
 #      one proxied request from curl on the host to an origin on the host's loopback (a chroot
 #      shares the host's network), the HEALTHCHECK command passes, SIGTERM drains an in-flight
@@ -244,6 +244,10 @@ admin=$(log_field "$work/airlock.log" port airlock.admin)
 running_uid=$(awk '/^Uid:/ { print $2 }' "/proc/$airlock_pid/status")
 [ "$running_uid" = "$uid" ] || die "airlock runs as uid $running_uid, not $user ($uid)"
 say "ok: ${entry[*]} ${args[*]} listens on 127.0.0.1:$port as $user (uid $running_uid), admin 127.0.0.1:$admin"
+# The image's libmimalloc is the process's malloc (AirlockIO's Allocator), not only installed.
+allocator=$(log_field "$work/airlock.log" allocator airlock.listening)
+case "$allocator" in "mimalloc "*) ;; *) die "airlock.listening names allocator '$allocator', not mimalloc" ;; esac
+say "ok: the allocator in effect is $allocator"
 
 body=$(curl -sS --noproxy '*' --max-time 10 -H 'Host: check.test' "http://127.0.0.1:$port/hello") \
   || die "the proxied request failed"
