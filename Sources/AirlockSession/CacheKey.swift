@@ -16,7 +16,9 @@ public struct CacheKey: Sendable, Hashable {
         self.variant = variant
         var hasher = Hasher()
         hasher.combine(url)
-        hasher.combine(variant)
+        // Most keys have no variant: its empty string is not hashed (keys of one URL differ
+        // by their variants' text, which `==` compares).
+        if !variant.isEmpty { hasher.combine(variant) }
         self.hash = hasher.finalize()
     }
 
