@@ -2,8 +2,8 @@
 #define AIRLOCK_CMIMALLOC_SHIM_H
 /* mimalloc (Debian's libmimalloc, built to override malloc): linked into the process, its
  * malloc, free, realloc and malloc_usable_size take the place of glibc's for every caller
- * (the Swift runtime, libevent, OpenSSL). Airlock calls nothing of it but the two below, to
- * say which allocator is in effect (AirlockIO's Allocator). */
+ * (the Swift runtime, libevent, OpenSSL). Airlock calls nothing of it but the functions below:
+ * which allocator is in effect, and how soon freed memory goes back (AirlockIO's Allocator). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <mimalloc.h>
@@ -18,4 +18,12 @@ static inline bool airlock_malloc_is_mimalloc(void) {
 }
 
 static inline int airlock_mimalloc_version(void) { return mi_version(); }
+
+/* How long (ms) freed memory stays committed before mimalloc returns it to the kernel. */
+static inline long airlock_mimalloc_decommit_delay(void) { return mi_option_get(mi_option_decommit_delay); }
+
+static inline void airlock_mimalloc_set_decommit_delay(long ms) {
+    mi_option_set(mi_option_decommit_delay, ms);
+    mi_option_set(mi_option_segment_decommit_delay, ms);
+}
 #endif
