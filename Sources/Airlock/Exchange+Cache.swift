@@ -8,6 +8,9 @@ import Glibc
 final class CacheState {
     /// The request's absolute URL (the cache key's first part).
     let url: String
+    /// The route's cache on this worker when the exchange looked up: every later step of the
+    /// exchange goes to this one (after a reload, the retired one).
+    let routeCache: RouteCache
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
     /// The fill's request: the client's, with the stored response's validators; nil when the
@@ -26,7 +29,10 @@ final class CacheState {
     /// It waited for another request's fill.
     var collapsed = false
 
-    init(url: String) { self.url = url }
+    init(url: String, routeCache: RouteCache) {
+        self.url = url
+        self.routeCache = routeCache
+    }
 }
 
 /// The cache phases (Pingora's `request_cache_filter` / `response_cache_filter`): a lookup
@@ -41,10 +47,10 @@ extension Exchange {
     /// another's fill; false when it goes upstream.
     func cacheLookup(joinFill: Bool = true) -> Bool {
         guard let url = worker.phases.requestCacheFilter(self) else { return false }
-        let state = cache ?? CacheState(url: url)
+        let state = cache ?? CacheState(url: url, routeCache: worker.routeCache(routeRef))
         cache = state
         let now = Int64(time(nil))
-        let lookup = worker.withCache(routeRef) { c in
+        let lookup = worker.withCache(state.routeCache) { c in
             state.maxObject = c.limits.maxObject
             return c.lookup(url: url, request: request, now: now, joinFill: joinFill)
         }
@@ -95,8 +101,10 @@ extension Exchange {
             if head.status == 304 && fill.revalidates {
                 state.fill = nil
                 let now = Int64(time(nil))
-                let done = worker.withCache(routeRef) { $0.complete(fill, request: request, response: head, body: [], validated: true, now: now) }
-                worker.fillEnded(fill.key, stored: true)
+                let done = worker.withCache(state.routeCache) {
+                    $0.complete(fill, request: request, response: head, body: [], validated: true, now: now)
+                }
+                worker.fillEnded(fill, stored: true)
                 if case .refreshed(var hit) = done.outcome {
                     hit.notModified = done.notModified
                     state.hit = hit
@@ -134,7 +142,7 @@ extension Exchange {
             let now = Int64(time(nil))
             var body: [UInt8]? = []
             swap(&body!, &state.body)
-            let done = worker.withCache(routeRef) {
+            let done = worker.withCache(state.routeCache) {
                 // Teeing: the response cache filter found no field refusal. The head and body
                 // are moved out of the optionals into the entry (`take`), not copied.
                 $0.complete(fill, request: request, response: head.take()!, body: body.take()!, validated: validated, now: now,
@@ -142,10 +150,10 @@ extension Exchange {
             }
             if case .stored = done.outcome { stored = true }
         } else {
-            _ = worker.withCache(routeRef) { $0.abandon(fill) }
+            _ = worker.withCache(state.routeCache) { $0.abandon(fill) }
         }
         state.body = []
-        worker.fillEnded(fill.key, stored: stored)
+        worker.fillEnded(fill, stored: stored)
     }
 
     /// The exchange ends: a fill that did not complete releases its waiters (they go upstream
@@ -154,11 +162,14 @@ extension Exchange {
         guard let state = cache else { return }
         if let fill = state.fill {
             state.fill = nil
-            _ = worker.withCache(routeRef) { $0.abandon(fill) }
-            worker.fillEnded(fill.key, stored: false)
+            _ = worker.withCache(state.routeCache) { $0.abandon(fill) }
+            worker.fillEnded(fill, stored: false)
         }
         if case .completed = end, request.method != .get, request.method != .head, let head = response {
-            _ = worker.withCache(routeRef) { $0.invalidate(method: request.method, url: state.url, response: head) }
+            // In the route's cache as it is now (a reload since the lookup made a new one), if any.
+            if let current = worker.caches[routeRef.config.name] {
+                _ = worker.withCache(current) { $0.invalidate(method: request.method, url: state.url, response: head) }
+            }
         }
     }
 

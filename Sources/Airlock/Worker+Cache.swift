@@ -10,23 +10,24 @@ import Glibc
 /// is), so the process stays within the configured bytes; request collapsing works within a
 /// worker (with N workers, concurrent misses of one URL make at most N upstream requests).
 extension Worker {
-    /// Runs `body` on `route`'s cache (made on first use, with its metric handles), then adds
-    /// what the cache's counters gained to the route's metrics.
-    func withCache<R>(_ route: Route, _ body: (inout ResponseCache) -> R) -> R {
+    /// `route`'s cache on this worker, made on first use (with its metric handles). An
+    /// exchange takes it once, at its lookup, and goes on with that one: a reload retires the
+    /// worker's caches, and a fill in flight across it ends in the cache it began in (emptied),
+    /// rather than making the route's cache again from the route as it was.
+    func routeCache(_ route: Route) -> RouteCache {
         let name = route.config.name
-        // A worker usually holds one route's cache: compared by name, not hashed (twice a miss).
-        let i = caches.count == 1 && caches.keys[caches.startIndex] == name
-            ? caches.startIndex : caches.index(forKey: name) ?? makeCache(route)
-        return run(body, onCacheAt: i, named: name)
+        // A worker usually holds one route's cache: compared by name, not hashed.
+        if caches.count == 1, let only = caches.values.first, only.name == name { return only }
+        if let c = caches[name] { return c }
+        return makeCache(route)
     }
 
-    /// `body` on the cache at `i` in place (it is never copied), its counters' gains added to
-    /// the route's metrics; a purge it began (or entries it left to free) gets its first slice
-    /// queued on the loop.
-    private func run<R>(_ body: (inout ResponseCache) -> R, onCacheAt i: Dictionary<String, RouteCache>.Index,
-                        named name: String) -> R {
-        let (result, purge) = Self.counted(&caches.values[i], body)
-        if purge { loop.execute { [self] in self.purgeSlice(name) } }
+    /// Runs `body` on the cache in place (it is never copied), adds what its counters gained to
+    /// the route's metrics, and queues the first slice of a purge it began (or of entries it
+    /// left to free) on the loop.
+    func withCache<R>(_ c: RouteCache, _ body: (inout ResponseCache) -> R) -> R {
+        let (result, purge) = Self.counted(c, body)
+        if purge { loop.execute { [self] in self.purgeSlice(c) } }
         return result
     }
 
@@ -37,8 +38,8 @@ extension Worker {
     /// are fetched again): each emptied at once, its entries freed a slice per loop turn.
     func retireCaches() {
         let first = retiredCaches.isEmpty
-        for var c in caches.values.map(\.cache) where c.count > 0 || c.hasWork {
-            c.retireAll()
+        for c in caches.values where c.cache.count > 0 || c.cache.hasWork {
+            c.cache.retireAll()
             retiredCaches.append(c)
         }
         caches = [:]
@@ -46,27 +47,26 @@ extension Worker {
     }
 
     private func freeRetiredSlice() {
-        guard let last = retiredCaches.indices.last else { return }
-        if !retiredCaches[last].purgeStep() { retiredCaches.removeLast() }
+        guard let last = retiredCaches.last else { return }
+        if !last.cache.purgeStep() { retiredCaches.removeLast() }
         if !retiredCaches.isEmpty { loop.execute { [self] in self.freeRetiredSlice() } }
     }
 
     /// One slice of a purge a store began (past the route's `memory`, the store itself dropped
     /// only what brought the cache back within it) or of entries `DELETE /cache` left, queued
     /// again on the loop until it is done: the loop's connections wait at most one slice for it.
-    private func purgeSlice(_ name: String) {
-        // Gone with a reload (the caches were dropped): nothing left to purge.
-        guard let i = caches.index(forKey: name), caches.values[i].purgeScheduled else { return }
-        if Self.counted(&caches.values[i], { $0.purgeStep() }).0 {
-            loop.execute { [self] in self.purgeSlice(name) }
+    private func purgeSlice(_ c: RouteCache) {
+        guard c.purgeScheduled else { return }
+        if Self.counted(c, { $0.purgeStep() }).0 {
+            loop.execute { [self] in self.purgeSlice(c) }
         } else {
-            caches.values[i].purgeScheduled = false
+            c.purgeScheduled = false
         }
     }
 
     /// `body` on the cache, its counters' gains added to the metrics; and whether a purge began
     /// that has no slice queued yet (now marked queued: the caller queues it).
-    private static func counted<R>(_ c: inout RouteCache, _ body: (inout ResponseCache) -> R) -> (R, purge: Bool) {
+    private static func counted<R>(_ c: RouteCache, _ body: (inout ResponseCache) -> R) -> (R, purge: Bool) {
         let before = c.cache.counters
         let result = body(&c.cache)
         if c.cache.counters != before { c.metrics.add(before: before, after: c.cache.counters) }
@@ -75,18 +75,19 @@ extension Worker {
         return (result, purge)
     }
 
-    /// `route`'s cache on this worker, made: its share of `memory` and `purge_to`, its metric handles.
-    private func makeCache(_ route: Route) -> Dictionary<String, RouteCache>.Index {
+    /// `route`'s cache made: its share of `memory` and `purge_to`, its metric handles.
+    private func makeCache(_ route: Route) -> RouteCache {
         let name = route.config.name
-        guard let c = route.config.cache else { preconditionFailure("withCache on route \(name), which has no cache") }
+        guard let c = route.config.cache else { preconditionFailure("routeCache on route \(name), which has no cache") }
         let workers = max(1, context.config.workers)
         let share = { (n: Int64) in Int(max(1, n / Int64(workers))) }
         var cache = ResponseCache(limits: ResponseCache.Limits(memory: share(c.memory), purgeTo: share(c.purgeTo),
                                                                maxObject: Int(c.maxObject)),
                                   heuristicPercent: c.heuristicPercent)
         cache.purgeSlice = Self.purgeSlice
-        caches[name] = RouteCache(cache: cache, metrics: CacheMetrics(route: name, factory: context.metrics.factory))
-        return caches.index(forKey: name)!
+        let made = RouteCache(name: name, cache: cache, metrics: CacheMetrics(route: name, factory: context.metrics.factory))
+        caches[name] = made
+        return made
     }
 
     /// Requests waiting for another's fill of `key` (request collapsing), woken when it ends:
@@ -95,10 +96,11 @@ extension Worker {
         cacheWaiters[key, default: []].append(ex)
     }
 
-    /// The fill of `key` ended: its waiters go on, each on a later loop turn.
-    func fillEnded(_ key: CacheKey, stored: Bool) {
-        // Nobody waiting on any fill (the usual case): no hashing of the key.
-        guard !cacheWaiters.isEmpty, let waiting = cacheWaiters.removeValue(forKey: key) else { return }
+    /// The fill ended: the waiters of its key go on, each on a later loop turn.
+    func fillEnded(_ fill: ResponseCache.Fill, stored: Bool) {
+        // Nobody waiting on any fill (the usual case): no hashing of the key, nor a copy of it
+        // (the fill is passed, not its key: passing the key copied its two strings).
+        guard !cacheWaiters.isEmpty, let waiting = cacheWaiters.removeValue(forKey: fill.key) else { return }
         let first = cacheWakeups.isEmpty
         cacheWakeups += waiting.map { ($0, stored) }
         if first { loop.execute { [self] in self.wakeFillWaiters() } }
@@ -114,7 +116,7 @@ extension Worker {
     func cacheListing(limit: Int) -> [WorkerCache] {
         let now = Int64(time(nil))
         return caches.keys.sorted().map { name in
-            let c = caches[name]!.cache
+            let c = caches[name]!.cache   // a copy of the table's reference, not of its entries
             return WorkerCache(route: name, entries: c.listing(now: now, limit: limit), count: c.count, bytes: c.bytes,
                                counters: c.counters)
         }
@@ -123,10 +125,7 @@ extension Worker {
     /// `DELETE /cache[?url=]`: entries removed on this worker.
     func cacheRemove(url: String?) -> Int {
         var removed = 0
-        for name in Array(caches.keys) {
-            guard let i = caches.index(forKey: name) else { continue }
-            removed += run({ $0.remove(url: url) }, onCacheAt: i, named: name)   // emptied: freed in slices
-        }
+        for c in caches.values { removed += withCache(c) { $0.remove(url: url) } }   // emptied: freed in slices
         return removed
     }
 }
@@ -142,12 +141,21 @@ struct WorkerCache: Sendable {
     var counters: ResponseCache.Counters
 }
 
-/// A route's cache on one worker, and its metric handles (made once, not per request).
-struct RouteCache {
+/// A route's cache on one worker, and its metric handles (made once, not per request). A
+/// class: the worker's table and the exchanges that use it share it (`Worker.routeCache`), and
+/// its `ResponseCache` is changed in place, on the worker's loop only.
+final class RouteCache: @unchecked Sendable {  // bound to its worker's loop, as the Worker is
+    let name: String
     var cache: ResponseCache
     let metrics: CacheMetrics
     /// A purge slice is queued on the loop (`Worker.purgeSlice`).
     var purgeScheduled = false
+
+    init(name: String, cache: ResponseCache, metrics: CacheMetrics) {
+        self.name = name
+        self.cache = cache
+        self.metrics = metrics
+    }
 }
 
 /// `airlock_cache_hits_total`, `_misses_total`, `_revalidations_total`, `_stores_total`,

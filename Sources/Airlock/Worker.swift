@@ -48,7 +48,7 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     /// The routes' response caches on this worker, by route name (`Worker+Cache`).
     var caches: [String: RouteCache] = [:]
     /// Caches a reload ended, their entries freed a slice per loop turn (`retireCaches`).
-    var retiredCaches: [ResponseCache] = []
+    var retiredCaches: [RouteCache] = []
     var cacheWaiters: [CacheKey: [Exchange]] = [:]
     var cacheWakeups: [(Exchange, Bool)] = []
     private var flushing = 0

@@ -326,6 +326,43 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual(o.requests.count, 300 + 1 + 299 + 1 + 299, "every miss went upstream once, every hit not")
     }
 
+    /// A fill in flight across a reload ends in the cache it began in (emptied by the reload),
+    /// not in one made again from the route as it was: the route's cache after the reload is
+    /// made from the new configuration (here a `max_object` too small for the response), so
+    /// the response is not stored and the next GET goes upstream.
+    func testAFillInFlightAcrossAReloadDoesNotBringBackTheOldCache() throws {
+        let (o, a, adminPort) = try start(cache: "{ max_object: 4MiB }") { r in
+            if r.target == "/slow" { Thread.sleep(forTimeInterval: 1.0) }   // in flight while the reload happens
+            return TestResponse(headers: Self.fresh, body: .bytes(Array("body of \(r.target)".utf8)))
+        }
+        XCTAssertEqual(try get(a, "/warm").status, 200)   // the route's cache exists before the reload
+        let slow = Results()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            defer { group.leave() }
+            slow.add(try? Curl.run(["-sS", "-H", "Host: cache.test", "-D", "-", "-o", "/dev/null",
+                                    "http://127.0.0.1:\(a.port)/slow"], timeout: 10))
+        }
+        Thread.sleep(forTimeInterval: 0.3)   // the request is at the origin
+        let config = try String(contentsOfFile: a.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "cache: { max_object: 4MiB }", with: "cache: { max_object: 10 }")
+            .write(toFile: a.configPath, atomically: true, encoding: .utf8)
+        a.signal(SIGHUP)
+        XCTAssertNotNil(a.waitForLog(timeout: 5) { $0["event"] as? String == "airlock.reloaded" })
+        XCTAssertEqual(group.wait(timeout: .now() + 15), .success)
+        XCTAssertTrue(slow.all.first??.stdoutString.contains("Cache-Status: Airlock; fwd=uri-miss; fwd-status=200\r\n") == true,
+                      slow.all.first??.stdoutString ?? "no result")
+        let after = try get(a, "/slow")
+        XCTAssertEqual(after.status, 200)
+        XCTAssertEqual(after.header("Cache-Status")?.hasPrefix("Airlock; fwd=uri-miss; fwd-status=200"), true,
+                       "the reloaded route's cache (max_object 10) neither holds nor stores it: \(after.header("Cache-Status") ?? "-")")
+        XCTAssertEqual(after.header("Cache-Status")?.contains("stored"), false)
+        XCTAssertEqual(o.requests.filter { $0.target == "/slow" }.count, 2)
+        let listed = try admin(adminPort, "GET", "/cache")["routes"] as? [[String: Any]]
+        XCTAssertEqual(listed?.first?["entries"] as? Int, 0, "\(listed ?? [])")
+    }
+
     /// A response the route's validation rejects is never stored, even in report-only mode
     /// where the client gets it.
     func testARejectedResponseIsNeverStored() throws {
