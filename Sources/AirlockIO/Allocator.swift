@@ -19,6 +19,11 @@ public enum Allocator {
         return "mimalloc \(v / 100).\(v / 10 % 10).\(v % 10)"
     }
 
+    /// Bytes in blocks allocated on the calling thread's heap (mimalloc's heaps are per
+    /// thread): what a test measures across code it runs on its own thread, as glibc's
+    /// `mallinfo2().uordblks` was. 0 when mimalloc is not in effect.
+    public static var threadHeapInUse: Int { isMimalloc ? Int(airlock_mimalloc_thread_heap_in_use()) : 0 }
+
     /// Milliseconds freed memory stays committed before mimalloc gives it back to the kernel
     /// (`MIMALLOC_DECOMMIT_DELAY`; 0 when mimalloc is not in effect).
     public static var decommitDelay: Int { isMimalloc ? Int(airlock_mimalloc_decommit_delay()) : 0 }

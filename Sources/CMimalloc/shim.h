@@ -26,4 +26,18 @@ static inline void airlock_mimalloc_set_decommit_delay(long ms) {
     mi_option_set(mi_option_decommit_delay, ms);
     mi_option_set(mi_option_segment_decommit_delay, ms);
 }
+/* Bytes in blocks allocated in the calling thread's heap (its areas' used blocks times their
+ * size): glibc's mallinfo2().uordblks, for the heap tests measure on one thread. */
+static bool airlock_mimalloc_add_area(const mi_heap_t *heap, const mi_heap_area_t *area, void *block,
+                                      size_t block_size, void *arg) {
+    (void)heap; (void)block; (void)block_size;
+    *(size_t *)arg += area->used * area->block_size;
+    return true;
+}
+
+static inline size_t airlock_mimalloc_thread_heap_in_use(void) {
+    size_t total = 0;
+    mi_heap_visit_blocks(mi_heap_get_default(), false, airlock_mimalloc_add_area, &total);
+    return total;
+}
 #endif
