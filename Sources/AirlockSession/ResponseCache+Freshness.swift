@@ -61,16 +61,25 @@ extension ResponseCache {
         /// `borrowing`: an initializer's parameter is otherwise consumed, and so copied by a
         /// caller that goes on using the head (`complete` moves it into the entry afterwards).
         init(_ response: borrowing ResponseHead, responseTime: Int64, heuristicPercent: Int?) {
+            var dates = HTTPDateMemo()
+            self.init(response, responseTime: responseTime, heuristicPercent: heuristicPercent, dates: &dates)
+        }
+
+        /// Dates read through `dates` (the cache's memo of the last two: `Date` and
+        /// `Last-Modified` are nearly always the texts of the response before).
+        init(_ response: borrowing ResponseHead, responseTime: Int64, heuristicPercent: Int?, dates: inout HTTPDateMemo) {
             control = CacheControl(response.headers)
-            date = dateValue(response.headers, responseTime: responseTime)
+            date = response.headers.firstDate(.date, memo: &dates) ?? responseTime
             // The last `Expires` and how many (none: one test of the head's known fields).
             let expires = response.headers.lastIndex(.expires)
             hasExpires = expires != nil
-            lifetime = Self.lifetime(response, control: control, date: date, expires: expires, heuristicPercent: heuristicPercent)
+            lifetime = Self.lifetime(response, control: control, date: date, expires: expires, heuristicPercent: heuristicPercent,
+                                     dates: &dates)
         }
 
         private static func lifetime(_ response: ResponseHead, control cc: CacheControl, date: Int64,
-                                     expires: (index: Int, count: Int)?, heuristicPercent: Int?) -> Int64 {
+                                     expires: (index: Int, count: Int)?, heuristicPercent: Int?,
+                                     dates: inout HTTPDateMemo) -> Int64 {
             if let s = cc.sMaxAge { return s }
             if let m = cc.maxAge { return m }
             if let expires {
@@ -78,7 +87,7 @@ extension ResponseCache {
                 return max(0, at - date)
             }
             if let percent = heuristicPercent, isHeuristicallyCacheable(response.status),
-               let modified = response.headers.firstDate(.lastModified),
+               let modified = response.headers.firstDate(.lastModified, memo: &dates),
                modified < date {
                 return (date - modified) * Int64(percent) / 100
             }

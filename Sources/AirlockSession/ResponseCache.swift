@@ -205,6 +205,8 @@ public struct ResponseCache {
         var variants: [String] = []
     }
     private var urls: [CacheKey: URLState] = [:]
+    /// The last dates the store read (`Facts`), by their text.
+    private var dates = HTTPDateMemo()
     /// Keys being filled, and how many lookups wait on each.
     private var fills: [CacheKey: Int] = [:]
 
@@ -336,7 +338,7 @@ public struct ResponseCache {
         let base = fill.key.variant.isEmpty ? fill.key : CacheKey(url: fill.key.url)
         let key = names.isEmpty ? base : CacheKey(url: base.url, variant: CacheKey.variant(names: names, request: request))
         // The response's facts, read once: the rules, the entry's lifetime and its age use them.
-        let facts = Facts(response, responseTime: now, heuristicPercent: heuristicPercent)
+        let facts = Facts(response, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
         if let refusal = Self.refusal(request: request, response: response, facts: facts, checkFields: !fieldsChecked)
             ?? (validated ? nil : .rejected) {
             status.detail = refusal.rawValue

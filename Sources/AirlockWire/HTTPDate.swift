@@ -205,3 +205,45 @@ public enum HTTPDate {
         return era * 146_097 + doe - 719_468
     }
 }
+
+/// The last two dates parsed, by their text: the same answers as `HTTPDate.parse`, without
+/// parsing a text again that one of them had. A response cache reads a `Date` and a
+/// `Last-Modified` per stored response; an origin's `Date` changes once a second and a
+/// document's `Last-Modified` not at all, so on a busy cache nearly every date read is one of
+/// the last two (a parse ~300 instructions, a match ~30). Texts of up to 32 bytes are kept
+/// (every HTTP-date form is shorter); longer ones are parsed every time.
+public struct HTTPDateMemo: Sendable {
+    private struct Slot: Sendable {
+        var count = -1   // no text yet
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var value: Int64?
+
+        func holds(_ count: Int, _ w: (UInt64, UInt64, UInt64, UInt64)) -> Bool {
+            self.count == count && words.0 == w.0 && words.1 == w.1 && words.2 == w.2 && words.3 == w.3
+        }
+    }
+    private var a = Slot()
+    private var b = Slot()
+    /// The slot the next new text replaces (the one matched or filled least recently).
+    private var replaceA = true
+
+    public init() {}
+
+    public mutating func parse(_ text: UnsafeRawBufferPointer) -> Int64? {
+        guard text.count <= 32 else { return HTTPDate.parse(text) }
+        var w: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)   // the text, zero-padded
+        withUnsafeMutableBytes(of: &w) { $0.copyMemory(from: text) }
+        if a.holds(text.count, w) {
+            replaceA = false
+            return a.value
+        }
+        if b.holds(text.count, w) {
+            replaceA = true
+            return b.value
+        }
+        let value = HTTPDate.parse(text)
+        if replaceA { a = Slot(count: text.count, words: w, value: value) } else { b = Slot(count: text.count, words: w, value: value) }
+        replaceA.toggle()
+        return value
+    }
+}

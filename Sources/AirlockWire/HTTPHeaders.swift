@@ -116,6 +116,12 @@ public struct HTTPHeaders: Sendable, Equatable {
         return withValueBytes(at: i) { HTTPDate.parse($0) }
     }
 
+    /// `firstDate(_:)` through `memo` (the same answer; a text it holds is not parsed again).
+    public func firstDate(_ field: KnownField, memo: inout HTTPDateMemo) -> Int64? {
+        guard let i = firstIndex(field) else { return nil }
+        return withValueBytes(at: i) { memo.parse($0) }
+    }
+
     /// `firstDate(_:)` for a field found by name, compared ignoring ASCII case.
     public func firstDate(name: String) -> Int64? {
         guard let i = firstIndex(name: name) else { return nil }
