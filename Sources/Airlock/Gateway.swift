@@ -47,7 +47,6 @@ public final class Gateway: @unchecked Sendable {
     /// Binds the listener (so the port is known and a bind failure is reported at once).
     /// `opened`: the configuration with its files opened (`OpenedConfig(opening:)`).
     public init(config opened: OpenedConfig, logger: Logger) throws {
-        Allocator.configureForGateway()
         IORuntime.setUp()
         Self.routeLibeventLogs(to: logger)
         let config = opened.config

@@ -1,3 +1,4 @@
+import CLibevent   // airlock_tune_malloc (glibc's mallopt)
 import CMimalloc
 import Glibc
 
@@ -28,16 +29,21 @@ public enum Allocator {
     /// (`MIMALLOC_DECOMMIT_DELAY`; 0 when mimalloc is not in effect).
     public static var decommitDelay: Int { isMimalloc ? Int(airlock_mimalloc_decommit_delay()) : 0 }
 
-    /// What the gateway sets before it starts: freed memory given back after 1 s instead of
-    /// mimalloc's 25 ms. A response cache that stores and evicts an entry per request frees
-    /// pages that the next stores use again within milliseconds; given back at 25 ms, each
-    /// came back as a page fault: 0.15 faults per cache miss, 0.011 with 1 s (miss throughput
-    /// +3 %, the 100 MiB cache's RSS 107 MiB instead of 101-105; bench/README.md). An
-    /// operator's `MIMALLOC_DECOMMIT_DELAY` is left as set.
-    public static let gatewayDecommitDelay = 1000
+    /// Set once per process (`IORuntime.setUp`): freed memory given back to the kernel after
+    /// 1 s instead of mimalloc's 25 ms. A response cache that stores and evicts an entry per
+    /// request frees pages that the next stores use again within milliseconds; given back at
+    /// 25 ms, each came back as a page fault: 0.15 faults per cache miss, 0.011 with 1 s (miss
+    /// throughput +3 %, the 100 MiB cache's RSS 107 MiB instead of 101-105; bench/README.md).
+    /// An operator's `MIMALLOC_DECOMMIT_DELAY` is left as set. When another malloc came first
+    /// (glibc's), glibc's is tuned as before mimalloc: trimmed past 64 MiB free, mmap from 4 MiB.
+    public static let decommitDelayMillis = 1000
 
-    public static func configureForGateway() {
-        guard isMimalloc, getenv("MIMALLOC_DECOMMIT_DELAY") == nil else { return }
-        airlock_mimalloc_set_decommit_delay(gatewayDecommitDelay)
+    public static func configure() {
+        guard isMimalloc else {
+            _ = airlock_tune_malloc(64 << 20, 4 << 20)
+            return
+        }
+        guard getenv("MIMALLOC_DECOMMIT_DELAY") == nil else { return }
+        airlock_mimalloc_set_decommit_delay(decommitDelayMillis)
     }
 }

@@ -8,9 +8,9 @@ public enum IORuntime {
     private static let once: Void = {
         _ = evthread_use_pthreads()
         signal(SIGPIPE, SIG_IGN)
-        // Body buffers come and go by the tens of KiB: keep freed memory in the heap
-        // instead of trimming it back to the kernel and faulting it in again.
-        _ = airlock_tune_malloc(64 << 20, 4 << 20)
+        // Body buffers and cache entries come and go: freed memory is kept a while instead of
+        // given back to the kernel and faulted in again (`Allocator.configure`).
+        Allocator.configure()
     }()
 
     public static func setUp() { _ = once }

@@ -32,16 +32,16 @@ final class AllocatorTests: XCTestCase {
         XCTAssertEqual(arrays.map { $0.filter { $0 == 7 }.count }, [1, 15, 16, 17, 1000, 70_000])
     }
 
-    /// The gateway keeps freed memory committed for a second (mimalloc's own default is 25 ms),
+    /// The process keeps freed memory committed for a second (mimalloc's own default is 25 ms),
     /// unless the operator set `MIMALLOC_DECOMMIT_DELAY`.
-    func testTheGatewayKeepsFreedMemoryForASecondUnlessTheOperatorSaidOtherwise() {
+    func testFreedMemoryIsKeptForASecondUnlessTheOperatorSaidOtherwise() {
         let before = Allocator.decommitDelay
         setenv("MIMALLOC_DECOMMIT_DELAY", "7", 1)
-        Allocator.configureForGateway()
+        Allocator.configure()
         XCTAssertEqual(Allocator.decommitDelay, before, "an operator's MIMALLOC_DECOMMIT_DELAY is left as set")
         unsetenv("MIMALLOC_DECOMMIT_DELAY")
-        Allocator.configureForGateway()
+        Allocator.configure()
         XCTAssertEqual(Allocator.decommitDelay, 1000)
-        XCTAssertEqual(Allocator.gatewayDecommitDelay, 1000)
+        XCTAssertEqual(Allocator.decommitDelayMillis, 1000)
     }
 }
