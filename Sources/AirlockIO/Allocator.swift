@@ -1,4 +1,3 @@
-import CLibevent   // airlock_tune_malloc (glibc's mallopt)
 import CMimalloc
 import Glibc
 
@@ -40,7 +39,7 @@ public enum Allocator {
 
     public static func configure() {
         guard isMimalloc else {
-            _ = airlock_tune_malloc(64 << 20, 4 << 20)
+            _ = airlock_tune_glibc_malloc(64 << 20, 4 << 20)
             return
         }
         guard getenv("MIMALLOC_DECOMMIT_DELAY") == nil else { return }

@@ -18,10 +18,6 @@
 #include <malloc.h>
 #include <sys/eventfd.h>
 
-static inline int airlock_tune_malloc(int trim_threshold, int mmap_threshold) {
-    return mallopt(M_TRIM_THRESHOLD, trim_threshold) && mallopt(M_MMAP_THRESHOLD, mmap_threshold);
-}
-
 /* splice(2) for the zero-copy relay (AirlockIO's Stream+Splice, PipePool): glibc declares splice,
  * pipe2 and F_SETPIPE_SZ only under _GNU_SOURCE, which this module does not define; the system
  * calls are made directly. -1 with errno set on failure. */

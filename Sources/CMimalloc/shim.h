@@ -6,7 +6,13 @@
  * which allocator is in effect, and how soon freed memory goes back (AirlockIO's Allocator). */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <malloc.h>
 #include <mimalloc.h>
+
+/* glibc's malloc tuned (mallopt), for a process where another malloc came before mimalloc. */
+static inline int airlock_tune_glibc_malloc(int trim_threshold, int mmap_threshold) {
+    return mallopt(M_TRIM_THRESHOLD, trim_threshold) && mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+}
 
 /* True when malloc itself is mimalloc's: a block from malloc lies in mimalloc's heap. False
  * when glibc's malloc came first in symbol resolution (the library linked but not in effect). */
