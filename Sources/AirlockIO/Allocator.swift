@@ -5,7 +5,8 @@ import Glibc
 /// the place of glibc's malloc for the whole process: the response cache's miss path stores
 /// and evicts several small blocks per request, long after they were touched, and glibc's
 /// malloc and free spent ~1.1 µs per such request (perf, bench/README.md); mimalloc's
-/// per-page free lists spend less. Pingora links jemalloc for the same reason.
+/// per-page free lists spend less. Envoy links tcmalloc, and HAProxy can be built with
+/// jemalloc, for the same reason.
 public enum Allocator {
     /// malloc is mimalloc's (false: it is linked, but another malloc came first, e.g. an
     /// LD_PRELOAD of glibc's or jemalloc's).
