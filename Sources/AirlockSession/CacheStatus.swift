@@ -32,12 +32,27 @@ public struct CacheStatus: Sendable, Equatable {
     public var stored = false
     /// The request waited for another's fill (request collapsing).
     public var collapsed = false
-    /// A short token: why a response was not stored.
-    public var detail: String?
+    /// A short token: why a response was not stored, or why it was answered 504.
+    public var detail: Detail?
+
+    /// `detail`'s values: a case, not a String, so that a status is copied without a retain
+    /// (the miss path copies it from the lookup to the head and into the store's answer).
+    public enum Detail: Sendable, Equatable {
+        case refused(CacheRefusal)
+        /// `Cache-Control: only-if-cached` and nothing usable stored.
+        case onlyIfCached
+
+        public var text: String {
+            switch self {
+            case .refused(let r): r.rawValue
+            case .onlyIfCached: "only-if-cached"
+            }
+        }
+    }
 
     @inlinable
     public init(hit: Bool = false, fwd: Forward? = nil, fwdStatus: Int? = nil, ttl: Int64? = nil,
-                stored: Bool = false, collapsed: Bool = false, detail: String? = nil) {
+                stored: Bool = false, collapsed: Bool = false, detail: Detail? = nil) {
         self.hit = hit
         self.fwd = fwd
         self.fwdStatus = fwdStatus
@@ -58,7 +73,7 @@ public struct CacheStatus: Sendable, Equatable {
     }
 
     /// Room for the longest member: every part, a 20-digit `ttl` and `fwd-status`, the detail.
-    private var capacity: Int { 128 + (detail?.utf8.count ?? 0) }
+    private var capacity: Int { 128 + (detail?.text.utf8.count ?? 0) }
 
     private func write(_ out: inout TextBuilder) {
         out.append(Self.cacheName)
@@ -79,7 +94,7 @@ public struct CacheStatus: Sendable, Equatable {
         if collapsed { out.append("; collapsed") }
         if let detail {
             out.append("; detail=")
-            out.append(string: detail)
+            out.append(string: detail.text)
         }
     }
 }

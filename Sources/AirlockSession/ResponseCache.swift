@@ -236,7 +236,7 @@ public struct ResponseCache {
         guard let entry = entries.peek(key) else {
             counters.misses += 1
             let forward: CacheStatus.Forward = names == nil ? .uriMiss : .varyMiss
-            if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: "only-if-cached")) }
+            if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: .onlyIfCached)) }
             return claim(key, forward: forward, revalidates: false, conditional: [],
                          now: now, stores: stores, collapses: stores && joinFill, mayWait: joinFill)
         }
@@ -257,7 +257,7 @@ public struct ResponseCache {
                             notModified: Self.notModified(request: request, stored: entry.head)))
         }
         let forward: CacheStatus.Forward = lifetime > age && !responseForces ? .request : .stale
-        if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: "only-if-cached")) }
+        if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: .onlyIfCached)) }
         counters.revalidations += 1
         return claim(key, forward: forward, revalidates: true,
                      conditional: Self.conditionalFields(for: entry.head.headers), now: now,
@@ -311,12 +311,12 @@ public struct ResponseCache {
         var status = CacheStatus(fwd: fill.forward, fwdStatus: response.status)
         if response.status == 304 && fill.revalidates {
             guard let entry = entries.peek(fill.key) else {
-                status.detail = CacheRefusal.entryGone.rawValue
+                status.detail = .refused(.entryGone)
                 return Completion(outcome: .notStored(.entryGone), status: status, waiters: waiters)
             }
             guard Self.notModifiedMatches(response.headers, stored: entry.head.headers) else {
                 removeEntry(fill.key)
-                status.detail = CacheRefusal.notModifiedMismatch.rawValue
+                status.detail = .refused(.notModifiedMismatch)
                 return Completion(outcome: .notStored(.notModifiedMismatch), status: status, waiters: waiters)
             }
             var fresh = entry
@@ -341,7 +341,7 @@ public struct ResponseCache {
         let facts = Facts(response, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
         if let refusal = Self.refusal(request: request, response: response, facts: facts, checkFields: !fieldsChecked)
             ?? (validated ? nil : .rejected) {
-            status.detail = refusal.rawValue
+            status.detail = .refused(refusal)
             return Completion(outcome: .notStored(refusal), status: status, waiters: waiters)
         }
         let initialAge = Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now)
@@ -355,7 +355,7 @@ public struct ResponseCache {
         // The entry's bytes, as it would be stored, against `max_object`.
         let bytes = Self.cost(key: key, head: head, body: body)
         guard bytes <= limits.maxObject else {
-            status.detail = CacheRefusal.tooLarge.rawValue
+            status.detail = .refused(.tooLarge)
             return Completion(outcome: .notStored(.tooLarge), status: status, waiters: waiters)
         }
         let known = urls.isEmpty ? nil : urls[base]?.vary

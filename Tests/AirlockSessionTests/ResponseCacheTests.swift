@@ -820,7 +820,7 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(CacheStatus(fwd: .uriMiss, fwdStatus: 200, stored: true).fieldValue, "Airlock; fwd=uri-miss; fwd-status=200; stored")
         XCTAssertEqual(CacheStatus(fwd: .stale, fwdStatus: 304).fieldValue, "Airlock; fwd=stale; fwd-status=304")
         XCTAssertEqual(CacheStatus(fwd: .varyMiss, collapsed: true).fieldValue, "Airlock; fwd=vary-miss; collapsed")
-        XCTAssertEqual(CacheStatus(fwd: .request, fwdStatus: 200, detail: "no-store").fieldValue,
+        XCTAssertEqual(CacheStatus(fwd: .request, fwdStatus: 200, detail: .refused(.noStore)).fieldValue,
                        "Airlock; fwd=request; fwd-status=200; detail=no-store")
         XCTAssertEqual(CacheStatus(hit: true, ttl: -3).fieldValue, "Airlock; hit; ttl=-3")
         XCTAssertEqual(CacheStatus(hit: true, ttl: 0).fieldValue, "Airlock; hit; ttl=0")
@@ -841,15 +841,18 @@ final class ResponseCacheTests: XCTestCase {
         for fwd in CacheStatus.Forward.allCases {
             XCTAssertEqual(CacheStatus(fwd: fwd).fieldValue, "Airlock; fwd=" + fwd.rawValue)
         }
-        let detail = String(repeating: "d", count: 300)
-        let widest = CacheStatus(hit: true, fwd: .varyMiss, fwdStatus: .min, ttl: .min, stored: true, collapsed: true, detail: detail)
-        let expected = "Airlock; hit; fwd=vary-miss; fwd-status=\(Int.min); ttl=\(Int64.min); stored; collapsed; detail=" + detail
-        XCTAssertEqual(widest.fieldValue, expected)
-        var w = HeadWriter(capacity: 64)   // grown to the field's room
-        widest.write(into: &w)
-        CacheStatus(fwd: .miss, fwdStatus: 9, ttl: 10).write(into: &w)
-        XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self),
-                       "Cache-Status: " + expected + "\r\nCache-Status: Airlock; fwd=miss; fwd-status=9; ttl=10\r\n")
+        let details: [CacheStatus.Detail] = CacheRefusal.allCases.map { .refused($0) } + [.onlyIfCached]
+        XCTAssertEqual(details.map(\.text), CacheRefusal.allCases.map(\.rawValue) + ["only-if-cached"])
+        for detail in details {
+            let widest = CacheStatus(hit: true, fwd: .varyMiss, fwdStatus: .min, ttl: .min, stored: true, collapsed: true, detail: detail)
+            let expected = "Airlock; hit; fwd=vary-miss; fwd-status=\(Int.min); ttl=\(Int64.min); stored; collapsed; detail=" + detail.text
+            XCTAssertEqual(widest.fieldValue, expected)
+            var w = HeadWriter(capacity: 64)   // grown to the field's room
+            widest.write(into: &w)
+            CacheStatus(fwd: .miss, fwdStatus: 9, ttl: 10).write(into: &w)
+            XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self),
+                           "Cache-Status: " + expected + "\r\nCache-Status: Airlock; fwd=miss; fwd-status=9; ttl=10\r\n")
+        }
     }
 
     /// The switch the store asks agrees with the published set on every status.
