@@ -324,7 +324,7 @@ public struct ResponseCache {
             fresh.requestTime = fill.requestTime
             fresh.responseTime = now
             fresh.initialAge = Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now)
-            let facts = Facts(fresh.head, responseTime: now, heuristicPercent: heuristicPercent)
+            let facts = Facts(fresh.head, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
             fresh.lifetime = facts.lifetime
             fresh.alwaysRevalidate = facts.control.noCache
             put(fill.key, fresh)
