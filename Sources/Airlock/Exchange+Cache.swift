@@ -137,7 +137,7 @@ extension Exchange {
         // Moved out of the state (take, swap): no copies of the head and body to release again.
         guard let state = cache, let fill = state.fill.take() else { return }
         var stored = false
-        if state.teeing, var head = state.upstreamHead.take().map({ Optional($0) }) {
+        if state.teeing, state.upstreamHead != nil {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
             var body: [UInt8]? = []
@@ -145,8 +145,8 @@ extension Exchange {
             let done = worker.withCache(state.routeCache) {
                 // Teeing: the response cache filter found no field refusal. The head and body
                 // are moved out of the optionals into the entry (`take`), not copied.
-                $0.complete(fill, request: request, response: head.take()!, body: body.take()!, validated: validated, now: now,
-                            fieldsChecked: true)
+                $0.complete(fill, request: request, response: state.upstreamHead.take()!, body: body.take()!, validated: validated,
+                            now: now, fieldsChecked: true)
             }
             if case .stored = done.outcome { stored = true }
         } else {
