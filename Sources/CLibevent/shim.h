@@ -15,7 +15,6 @@
 #include <event2/dns.h>
 #include <event2/util.h>
 #include <event2/thread.h>
-#include <malloc.h>
 #include <sys/eventfd.h>
 
 /* splice(2) for the zero-copy relay (AirlockIO's Stream+Splice, PipePool): glibc declares splice,

@@ -1,6 +1,6 @@
 import AirlockConfig
 @testable import AirlockIO
-import CLibevent   // malloc_usable_size (its shim includes <malloc.h>; mimalloc's answers)
+import CMimalloc   // malloc_usable_size (its shim includes <malloc.h>; mimalloc's answers)
 import Glibc
 import Logging
 import XCTest
