@@ -20,3 +20,7 @@ ensure_running() {
 stop_started() {
   [ ${#started[@]} -eq 0 ] || "$HARNESS/servers.sh" stop "${started[@]}" >/dev/null 2>&1 || true
 }
+
+# med: the median of the numbers on stdin, one per line (the mean of the middle two for an
+# even count).
+med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

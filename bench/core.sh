@@ -25,7 +25,7 @@ HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port srv_pin wrk_pin
 # shellcheck source=bench/common.sh
-source "$REPO/bench/common.sh"   # ensure_running stop_started
+source "$REPO/bench/common.sh"   # ensure_running stop_started med
 BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 ROUNDS=${ROUNDS:-3}; DUR=${DUR:-5}; CONNS=${CONNS:-64}; BENCH_PATH=${BENCH_PATH:-/small}
 CONFIG=${CONFIG:-$REPO/bench/gateway.yaml}
@@ -107,7 +107,6 @@ for round in $(seq "$ROUNDS"); do
   for p in "${proxies[@]}"; do measure "$p" "$round"; done
 done
 
-med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 printf '%-10s %9s %10s %12s %8s %9s %9s\n' proxy "req/s" "proxy us" "upstream us" "sum us" "proxy cs" "upstr cs"
 for p in "${proxies[@]}"; do
   # Per round: us per request (task-clock is in ms) and context switches per request; medians.

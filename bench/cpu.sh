@@ -24,7 +24,7 @@ HARNESS=$(cd "$SHARED/bench" && pwd)
 # shellcheck source=/dev/null
 source "$HARNESS/lib.sh"   # log die wait_port
 # shellcheck source=bench/common.sh
-source "$REPO/bench/common.sh"   # ensure_running stop_started
+source "$REPO/bench/common.sh"   # ensure_running stop_started med
 BIN=$(readlink -f "${1:-$REPO/.build/release/airlock}")
 ROUNDS=${ROUNDS:-3}; DUR=${DUR:-5}; CONNS=${CONNS:-16}
 read -ra rows <<<"${ROWS:-plain miss nocache-unique}"
@@ -76,7 +76,6 @@ printf '%-16s %10s %10s %10s %10s\n' row "req/s" "user us" "sys us" "total us"
 for name in "${rows[@]}"; do
   # Per round: µs per request (user, sys, total) and req/s; the median of each column.
   awk -v t="$tck" -v d="$DUR" '{ printf "%f %f %f %f\n", $1/t/$3*1e6, $2/t/$3*1e6, ($1+$2)/t/$3*1e6, $3/d }' "$work/$name" >"$work/$name.us"
-  med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
   printf '%-16s %10.0f %10.2f %10.2f %10.2f\n' "$name" "$(cut -d' ' -f4 "$work/$name.us" | med)" \
     "$(cut -d' ' -f1 "$work/$name.us" | med)" "$(cut -d' ' -f2 "$work/$name.us" | med)" "$(cut -d' ' -f3 "$work/$name.us" | med)"
 done
