@@ -17,8 +17,15 @@ public final class Listener {
     public static let acceptRetryDelay: Duration = .milliseconds(100)
     private var resumeTimer: Timer?
 
+    /// The accept queue asked for by default: more than any kernel allows, so the kernel's
+    /// own cap (`net.core.somaxconn`, 4096 by default since Linux 5.4) is what holds. A burst
+    /// of connects that outruns the acceptor waits in the queue; beyond the queue the kernel
+    /// drops the SYN and the client retries it after 1 s, then 3 s (nginx's 511 and a fixed
+    /// 1024 both cost clients those seconds in a burst a proxy should absorb).
+    public static let systemMaximumBacklog: Int32 = 65535
+
     /// Binds `host:port` (an IP literal or "localhost"; port 0 picks a free one).
-    public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = 1024) throws {
+    public init(loop: EventLoop, host: String, port: UInt16, backlog: Int32 = Listener.systemMaximumBacklog) throws {
         IORuntime.setUp()
         self.loop = loop
         let literal = host == "localhost" ? "127.0.0.1" : host
@@ -49,8 +56,10 @@ public final class Listener {
         address = withUnsafePointer(to: &st) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0, length: Int(len)) }
         } ?? addr
+        // Backlog 0: the socket already listens. (-1 would make libevent call listen(fd, 128)
+        // again, shortening the queue asked for above.)
         listener = evconnlistener_new(loop.base, listenerCallback, nil,
-                                      UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), -1, fd)
+                                      UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), 0, fd)
         guard listener != nil else {
             Glibc.close(fd)
             throw IOError.errno(.listen, "evconnlistener")
@@ -64,7 +73,7 @@ public final class Listener {
     /// For a graceful stop: hands every connection already waiting in the accept queue to
     /// `onAccept` (at most `limit`), then closes. Closing alone would make the kernel reset
     /// them, and a client that had already sent its request would get no answer.
-    public func closeAfterAcceptingPending(limit: Int = 4096) {
+    public func closeAfterAcceptingPending(limit: Int = Int(Listener.systemMaximumBacklog) + 1) {
         if let l = listener {
             let fd = evconnlistener_get_fd(l)
             for _ in 0..<limit {

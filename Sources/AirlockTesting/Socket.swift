@@ -9,8 +9,11 @@ enum Socket {
     // MARK: Listening and connecting
 
     /// A TCP listener on 127.0.0.1:0 (or `port`, to come back on a port used before), non-blocking
-    /// so `accept` after `poll` can never hang.
-    static func listenOnLoopback(backlog: Int32 = 512, port: UInt16 = 0) throws -> (fd: Int32, port: UInt16) {
+    /// so `accept` after `poll` can never hang. The default backlog (the kernel caps it at
+    /// `net.core.somaxconn`) takes a burst of thousands of connects: with a short queue the
+    /// overflow's SYNs are dropped and retried after 1 s and 3 s, which a test's 2 s connect
+    /// timeout reads as an unreachable origin.
+    static func listenOnLoopback(backlog: Int32 = 4096, port: UInt16 = 0) throws -> (fd: Int32, port: UInt16) {
         let fd = try Descriptors.make("socket") {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             return fd >= 0 ? [fd] : nil

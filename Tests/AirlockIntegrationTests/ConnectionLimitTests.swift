@@ -114,4 +114,39 @@ final class ConnectionLimitTests: XCTestCase {
         XCTAssertEqual(metrics.types["airlock_connections_refused"], "counter")
         XCTAssertEqual(metrics.value("airlock_connections_refused_total", ["reason": "max-connections"]), Double(burst))
     }
+
+    /// A burst of connects while the acceptor is not accepting (here: the process stopped) waits
+    /// in the kernel's accept queue, which Airlock asks to be as long as the system allows
+    /// (`net.core.somaxconn`), and is served once it accepts again. With a fixed 1024 the
+    /// connect after the 1025th lost its SYN and waited a second or more for the retry.
+    func testABurstOfConnectsLongerThan1024WaitsInTheAcceptQueueAndIsServed() throws {
+        let somaxconn = Int(try String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        XCTAssertGreaterThan(somaxconn, 1100, "net.core.somaxconn is \(somaxconn): too small to tell the queue from a fixed 1024")
+        let burst = min(somaxconn, 3000)
+        let origin = try TestOrigin(.respond { req in .ok("served \(req.target)") })
+        defer { origin.stop() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: origin.port, limits: ["upstream_timeout": "20s"], workers: 1))
+        defer { a.stop() }
+        a.signal(SIGSTOP)
+        var clients: [RawClient] = []
+        defer { for c in clients { c.close() } }
+        for i in 0..<burst {
+            // The handshake is the kernel's: it completes at once while the queue has room.
+            do { clients.append(try RawClient(port: a.port, connectTimeout: 0.5)) } catch {
+                XCTFail("connect \(i + 1) of \(burst) did not complete within 0.5 s while Airlock was stopped: \(error)")
+                break
+            }
+        }
+        a.signal(SIGCONT)
+        XCTAssertEqual(clients.count, burst)
+        for (i, c) in clients.enumerated() { try c.send("GET /b\(i) HTTP/1.1\r\nHost: x\r\n\r\n") }
+        var served = 0
+        for (i, c) in clients.enumerated() {
+            let r = try c.readResponse(timeout: 30)
+            if r.status == 200 && String(decoding: r.body, as: UTF8.self) == "served /b\(i)" { served += 1 }
+        }
+        XCTAssertEqual(served, burst, "every queued connection served once Airlock accepted again")
+        XCTAssertNil(a.waitForExit(timeout: 0), "Airlock still running")
+    }
 }

@@ -18,7 +18,7 @@ final class UpstreamPoolTests: XCTestCase {
         let o = try TestOrigin(.respond { r in .ok("hello \(r.target)") })
         origin = o
         let a = try Fixture.start(Fixture.gatewayConfig(
-            upstreamPort: o.port, limits: ["max_idle_per_upstream": "\(maxIdle)", "upstream_timeout": "20s"], workers: workers))
+            upstreamPort: o.port, limits: ["max_idle_per_upstream": "\(maxIdle)", "upstream_timeout": "20s", "connect_timeout": "10s"], workers: workers))
         airlock = a
 
         var open: [RawClient] = []
@@ -33,10 +33,13 @@ final class UpstreamPoolTests: XCTestCase {
                 try c.send("GET /\(name)/\(i) HTTP/1.1\r\nHost: api.test\r\n\r\n")
             }
             var ok = 0
+            var other: [String: Int] = [:]
             for (i, c) in open.enumerated() {
                 let r = try c.readResponse(timeout: 30)
-                if r.status == 200 && String(decoding: r.body, as: UTF8.self) == "hello /\(name)/\(i)" { ok += 1 }
+                let body = String(decoding: r.body, as: UTF8.self)
+                if r.status == 200 && body == "hello /\(name)/\(i)" { ok += 1 } else { other["\(r.status) \(body.prefix(160))", default: 0] += 1 }
             }
+            if !other.isEmpty { print("round \(name): \(other)") }
             return ok
         }
         XCTAssertEqual(try round("first"), clients, "every first request answered by the origin")
