@@ -20,12 +20,15 @@ extension Exchange {
         routeRef.health?.isUnreachable == true ? worker.context.config.reachability.retryAfterSeconds : nil
     }
 
-    /// A passive reachability signal from a request's own connection attempt.
+    /// A passive reachability signal from a request's own connection attempt (a failure
+    /// carries how long ago its connect began).
     func reportReachability(_ signal: Reachability.Signal) {
+        var age: UInt64?
+        if case .failed = signal, metrics.connectStart != 0 { age = (EventLoop.nowNanos() &- metrics.connectStart) / 1_000_000 }
         if let h = routeRef.health {
-            h.record(signal)
+            h.record(signal, attemptAgeMillis: age)
         } else if routeRef.fixedKey == nil {
-            worker.context.reachability.recordOrigin("\(key.host):\(key.port)", signal)
+            worker.context.reachability.recordOrigin("\(key.host):\(key.port)", signal, attemptAgeMillis: age)
         }
     }
 

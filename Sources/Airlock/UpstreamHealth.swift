@@ -46,9 +46,11 @@ final class UpstreamHealth: Sendable {
     var snapshot: Reachability { machine.withLock { $0 } }
 
     /// Feeds a probe result or a passive signal; a change of state is logged and published.
-    func record(_ signal: Reachability.Signal) {
+    /// `attemptAgeMillis`: how long ago the failed attempt began (`Reachability.record`).
+    func record(_ signal: Reachability.Signal, attemptAgeMillis: UInt64? = nil) {
         let now = UInt64(RejectRecord.nowUnixMillis())
-        let (transition, failsFast) = machine.withLock { m in (m.record(signal, now: now), m.failsFast) }
+        let started = attemptAgeMillis.map { now &- min($0, now) }
+        let (transition, failsFast) = machine.withLock { m in (m.record(signal, now: now, attemptStarted: started), m.failsFast) }
         down.store(failsFast, ordering: .relaxed)
         guard let t = transition else { return }
         metrics?.reachable.record(t.to == .reachable ? 1 : 0)
@@ -94,10 +96,11 @@ final class Reachabilities: Sendable {
     }
 
     /// A passive signal about an `origin` route's host ("host:port").
-    func recordOrigin(_ host: String, _ signal: Reachability.Signal) {
+    func recordOrigin(_ host: String, _ signal: Reachability.Signal, attemptAgeMillis: UInt64? = nil) {
         let now = UInt64(RejectRecord.nowUnixMillis())
+        let started = attemptAgeMillis.map { now &- min($0, now) }
         origins.lru.withLock { lru in
-            _ = lru.update(host, default: { Reachability() }) { $0.record(signal, now: now) }
+            _ = lru.update(host, default: { Reachability() }) { $0.record(signal, now: now, attemptStarted: started) }
         }
     }
 

@@ -6,6 +6,10 @@
 /// - Passive: a connection that came up makes the upstream reachable; a refused connection
 ///   makes it unreachable at once (nothing listens); resets and timeouts count, and
 ///   `passiveFailureThreshold` of them in a row make it unreachable (one slow answer does not).
+///   A timeout counts only when its attempt began after the last connection came up: attempts
+///   begun together (a burst that overran the upstream's accept queue) and timing out together
+///   are not three signals that it is down while connections begun beside them came up; they
+///   are history (`lastError`), not a reason to fail every request fast.
 /// - While unreachable, only a successful probe or connection restores it.
 /// - A probe whose TLS upstream fails the route's security policy (`probeUntrusted`) makes it
 ///   unreachable too, but its requests do not fail fast (`failsFast`): each still meets the
@@ -76,6 +80,8 @@ public struct Reachability: Sendable, Equatable {
     /// When `lastError` was seen (nil before any failure).
     public private(set) var lastErrorAt: UInt64?
     public private(set) var consecutiveFailures = 0
+    /// When a connection last came up (or a probe succeeded), on the caller's clock.
+    public private(set) var lastSuccessAt: UInt64?
     /// The last failure was the security policy's, not the network's.
     public private(set) var untrusted = false
 
@@ -94,15 +100,19 @@ public struct Reachability: Sendable, Equatable {
     }
 
     /// Feeds one signal observed at `now`; returns the transition when the state changed.
-    public mutating func record(_ signal: Signal, now: UInt64) -> Transition? {
+    /// `attemptStarted`: when the failed attempt began (for `.failed`; on the same clock). One
+    /// begun before the last connection came up is recorded as history only.
+    public mutating func record(_ signal: Signal, now: UInt64, attemptStarted: UInt64? = nil) -> Transition? {
         if case .probeUntrusted = signal { untrusted = true } else { untrusted = false }
         switch signal {
         case .probeSucceeded:
             consecutiveFailures = 0
+            lastSuccessAt = now
             circuit = .closed
             return move(to: .reachable, now: now, reason: "probe succeeded")
         case .connected:
             consecutiveFailures = 0
+            lastSuccessAt = now
             circuit = .closed
             return move(to: .reachable, now: now, reason: "connection succeeded")
         case .probeFailed(let why):
@@ -116,6 +126,11 @@ public struct Reachability: Sendable, Equatable {
             failed(why, now: now)
             return open(now: now, reason: "connection refused: \(why)")
         case .failed(let why):
+            if let started = attemptStarted, let success = lastSuccessAt, started < success {
+                lastError = why   // older than a connection that came up: history only
+                lastErrorAt = now
+                return nil
+            }
             failed(why, now: now)
             // One reset or timeout is not enough while reachable; while unreachable (a trial
             // failed, say) the circuit opens again at once.

@@ -32,11 +32,55 @@ public final class BlackholeListener: @unchecked Sendable {
 
     deinit { close() }
 
+    /// Makes room for exactly one connect: the oldest filler is accepted and closed (both ends),
+    /// so the next SYN to arrive completes. SYNs dropped earlier are retried by their senders
+    /// only after 1 s, then 3 s: the one expected next must come well before that.
+    public func openOneSlot() throws {
+        let fd = Glibc.accept(listener, nil, nil)
+        guard fd >= 0 else { throw Descriptors.systemError("accept a filler") }
+        Glibc.close(fd)
+        if !fillers.isEmpty { Glibc.close(fillers.removeFirst()) }
+    }
+
+    /// Waits up to `timeout` s for the connection that took the slot `openOneSlot` made, fills
+    /// the queue again at once (so that no other hung connect gets in), then reads one request
+    /// head on it and answers it `200` with `body` and `Connection: close`. False when no
+    /// connection came.
+    public func serveOneQueued(body: String, timeout: Double) throws -> Bool {
+        var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, Int32(timeout * 1000)) > 0 else { return false }
+        let fd = Glibc.accept(listener, nil, nil)
+        guard fd >= 0 else { throw Descriptors.systemError("accept") }
+        defer { Glibc.close(fd) }
+        fillers.append(try Socket.connect(host: "127.0.0.1", port: port, timeout: 1))
+        let deadline = Deadline(seconds: 5)
+        var head: [UInt8] = []
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while !head.containsHeadEnd {
+            let outcome = try scratch.withUnsafeMutableBytes {
+                try Socket.receive(fd, into: $0, maximum: $0.count, waker: nil, deadline: deadline)
+            }
+            guard case .bytes(let n) = outcome else {
+                throw AirlockTestingError(.closed, "the connection ended before a request head")
+            }
+            head += scratch[..<n]
+        }
+        let answer = "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        try Socket.sendAll(fd, Array(answer.utf8), waker: nil, deadline: deadline)
+        return true
+    }
+
     /// Closes the fillers and the listener. Idempotent.
     public func close() {
         for fd in fillers { Glibc.close(fd) }
         fillers = []
         if listener >= 0 { Glibc.close(listener) }
         listener = -1
+    }
+}
+
+private extension Array where Element == UInt8 {
+    var containsHeadEnd: Bool {
+        count >= 4 && indices.dropLast(3).contains { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
     }
 }

@@ -273,4 +273,46 @@ final class ReachabilityIntegrationTests: XCTestCase {
         XCTAssertEqual(fast.status, 503)
         XCTAssertEqual(fast.header("Retry-After"), "2")
     }
+
+    /// Connect attempts begun together that time out together (a burst that overran the
+    /// upstream's accept queue) do not open the circuit when a connection begun after them came
+    /// up: they are not three signals that the upstream is down. Three requests' connects hang
+    /// (the queue is full); a fourth, sent 0.3 s later into a slot made for it, is served; the
+    /// three end 504 at the connect timeout; a fifth still goes upstream and is served (it was
+    /// answered 503 upstream-unreachable at once when the three counted).
+    func testTimeoutsOfAttemptsBegunBeforeAConnectionCameUpDoNotOpenTheCircuit() throws {
+        let hole = try BlackholeListener()
+        defer { hole.close() }
+        let a = try Fixture.start(Fixture.gatewayConfig(upstreamPort: hole.port, limits: ["connect_timeout": "2s"], workers: 1))
+        airlock = a
+        let hung = try (1...3).map { i in
+            let c = try RawClient(port: a.port)
+            try c.send("GET /hung\(i) HTTP/1.1\r\nHost: api.test\r\n\r\n")
+            return c
+        }
+        defer { for c in hung { c.close() } }
+        usleep(300_000)   // their connects began and hang
+        try hole.openOneSlot()
+        let fourth = try RawClient(port: a.port)
+        defer { fourth.close() }
+        try fourth.send("GET /fourth HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        XCTAssertTrue(try hole.serveOneQueued(body: "fourth", timeout: 1), "the fourth request's connect took the slot")
+        let r4 = try fourth.readResponse(timeout: 5)
+        XCTAssertEqual(r4.status, 200)
+        XCTAssertEqual(String(decoding: r4.body, as: UTF8.self), "fourth")
+        for (i, c) in hung.enumerated() {
+            let r = try c.readResponse(timeout: 10)
+            XCTAssertEqual(r.status, 504, "hung request \(i + 1): \(String(decoding: r.body, as: UTF8.self))")
+        }
+        try hole.openOneSlot()
+        let fifth = try RawClient(port: a.port)
+        defer { fifth.close() }
+        try fifth.send("GET /fifth HTTP/1.1\r\nHost: api.test\r\n\r\n")
+        XCTAssertTrue(try hole.serveOneQueued(body: "fifth", timeout: 3), "the fifth request went upstream")
+        let r5 = try fifth.readResponse(timeout: 5)
+        XCTAssertEqual(r5.status, 200, String(decoding: r5.body, as: UTF8.self))
+        XCTAssertNil(a.logRecords().first { $0["event"] as? String == "upstream.reachability" && $0["to"] as? String == "unreachable" },
+                     "the upstream was never judged unreachable")
+    }
 }
+

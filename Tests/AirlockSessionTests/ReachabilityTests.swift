@@ -40,6 +40,28 @@ final class ReachabilityTests: XCTestCase {
         _ = s.record(.failed("timeout"), now: 5)
         XCTAssertEqual(s.state, .reachable)
 
+        // Timeouts of attempts begun before the last connection came up are history: they
+        // neither count nor open the circuit; one begun after it counts again.
+        var b = Reachability()
+        _ = b.record(.connected, now: 100)
+        for i in 0..<5 {
+            XCTAssertNil(b.record(.failed("timed out"), now: 2000 + UInt64(i), attemptStarted: 99), "stale timeout \(i)")
+        }
+        XCTAssertEqual(b.state, .reachable)
+        XCTAssertFalse(b.failsFast)
+        XCTAssertEqual(b.consecutiveFailures, 0)
+        XCTAssertEqual(b.lastError, "timed out", "kept as history")
+        XCTAssertEqual(b.lastErrorAt, 2004)
+        XCTAssertNil(b.record(.failed("timed out"), now: 3000, attemptStarted: 100), "begun in the same tick as the success: counts")
+        XCTAssertNil(b.record(.failed("timed out"), now: 3001, attemptStarted: 150))
+        XCTAssertEqual(b.record(.failed("timed out"), now: 3002, attemptStarted: 200)?.to, .unreachable, "three begun after it")
+        XCTAssertTrue(b.failsFast)
+        // Without a success yet, every timeout counts (nothing is older than it).
+        var c = Reachability()
+        _ = c.record(.failed("timed out"), now: 10, attemptStarted: 1)
+        _ = c.record(.failed("timed out"), now: 11, attemptStarted: 1)
+        XCTAssertEqual(c.record(.failed("timed out"), now: 12, attemptStarted: 1)?.to, .unreachable)
+
         var u = Reachability()
         XCTAssertEqual(u.record(.probeUntrusted("pin-mismatch"), now: 1)?.to, .unreachable)
         XCTAssertEqual(u.lastError, "untrusted: pin-mismatch")
