@@ -244,6 +244,29 @@ extension ResponseCache {
         return out
     }
 
+    /// The head a store keeps, made of the response's own in place (`complete` owns it): the
+    /// fields of `storableFields` and a `Content-Length` of the stored body. Nearly always the
+    /// response's storage is kept as it came (no copy of its bytes): the hop-by-hop fields and
+    /// `Age` are dropped from its entries, and its own `Content-Length` stays when it is the only
+    /// one and gave the body's length. Otherwise (a `Connection` naming other fields, chunked
+    /// framing, a storage much larger than its fields) the fields are copied as before.
+    static func storedHead(_ head: inout ResponseHead, bodyCount: Int, hasBody: Bool) {
+        let h = head.headers
+        // A parsed head's storage holds its field lines (": " and CRLF included); one with
+        // much more room than that (grown for a larger head before) is copied rather than
+        // kept for the entry's lifetime.
+        if (!hasBody || h.hasSoleDecimal(.contentLength, bodyCount)) && h.storageCapacity <= 2 * h.storageCount + 128
+            && HopByHop.connectionTokens(h).isEmpty {
+            head.headers.removeAll(keepingStorage: hasBody ? HopByHop.fields.inserting(.age).removing(.contentLength)
+                                                            : HopByHop.fields.inserting(.age))
+        } else {
+            head.headers = storableFields(h)
+            if hasBody { head.headers.append(.contentLength, decimal: bodyCount) }
+        }
+        head.declaredFraming = hasBody ? .length(UInt64(bodyCount)) : .none
+        head.keepAlive = true
+    }
+
     /// The fields a cache keeps (3.1): not the hop-by-hop ones (`Connection` and what it names,
     /// `Keep-Alive`, `TE`, `Transfer-Encoding`, …), not `Content-Length` (the stored body's
     /// own length is written when served) and not `Age` (computed when served).

@@ -348,10 +348,7 @@ public struct ResponseCache {
         let hasBody = response.status != 204
         // The stored head is the response itself, moved (not copied), with its fields replaced.
         var head = response
-        head.headers = Self.storableFields(head.headers)
-        if hasBody { head.headers.append(.contentLength, decimal: body.count) }
-        head.declaredFraming = hasBody ? .length(UInt64(body.count)) : .none
-        head.keepAlive = true
+        Self.storedHead(&head, bodyCount: body.count, hasBody: hasBody)
         // The entry's bytes, as it would be stored, against `max_object`.
         let bytes = Self.cost(key: key, head: head, body: body)
         guard bytes <= limits.maxObject else {

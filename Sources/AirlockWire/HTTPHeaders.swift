@@ -346,6 +346,54 @@ public struct HTTPHeaders: Sendable, Equatable {
         withNameBytes(at: i) { ByteClass.equalsLowercased($0, lowered) }
     }
 
+    /// Removes every field whose kind is in `dropped`, keeping the storage: the entries are
+    /// rebuilt (exactly as many as are kept) and the storage is left as it is (the dropped
+    /// fields' bytes stay in it, unreferenced), so the storage is not copied when it is shared
+    /// (a stored response's head shares it with the head that was relayed). For heads kept a
+    /// long time, `retainedBytes` counts them.
+    public mutating func removeAll(keepingStorage dropped: KnownField.Set) {
+        guard knownFields & dropped.bits != 0 else { return }
+        var kept: [Entry] = []
+        kept.reserveCapacity(entries.count)
+        var known: UInt32 = 0
+        entries.withUnsafeBufferPointer { fields in
+            for e in fields where dropped.bits & e.known.bit == 0 {
+                kept.append(e)
+                known |= e.known.bit
+            }
+        }
+        entries = kept
+        knownFields = known
+    }
+
+    /// Bytes the storage holds (a parsed head's: its field lines as they came) and has room for.
+    public var storageCount: Int { storage.count }
+    public var storageCapacity: Int { storage.capacity }
+
+    /// Whether there is exactly one field of this kind and its value is `n` in plain decimal
+    /// (no sign, no leading zero, no list).
+    public func hasSoleDecimal(_ field: KnownField, _ n: Int) -> Bool {
+        guard contains(field), n >= 0 else { return false }
+        var found: Entry?
+        for e in entries where e.known == field {
+            guard found == nil else { return false }
+            found = e
+        }
+        guard let e = found, e.valueCount > 0, e.valueCount <= 19 else { return false }
+        return storage.withUnsafeBufferPointer { all in
+            var rest = n
+            var i = Int(e.valueStart + e.valueCount)
+            let start = Int(e.valueStart)
+            while i > start {
+                i -= 1
+                guard all[i] == UInt8(ascii: "0") &+ UInt8(rest % 10) else { return false }
+                rest /= 10
+                if rest == 0 { return i == start }
+            }
+            return false
+        }
+    }
+
     /// Removes every field of this kind. Use `removeAll(name:)` for `.other` fields.
     public mutating func removeAll(_ field: KnownField) {
         guard contains(field) else { return }

@@ -70,6 +70,9 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
         public func union(_ other: Set) -> Set { Set(bits: bits | other.bits) }
 
         public func inserting(_ field: KnownField) -> Set { Set(bits: bits | field.bit) }
+
+        @inlinable
+        public func removing(_ field: KnownField) -> Set { Set(bits: bits & ~field.bit) }
     }
 
     /// Classifies a field name, ignoring ASCII case.

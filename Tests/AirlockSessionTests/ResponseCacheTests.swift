@@ -626,6 +626,28 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertFalse(whole.hasWork)
     }
 
+    /// A response whose own `Content-Length` gave the body's length keeps its field storage
+    /// (`storedHead` drops fields from its entries in place): the hop-by-hop fields and `Age`
+    /// are gone all the same, the other fields kept in order, the length once.
+    func testAStoredHeadMadeInPlaceDropsTheSameFields() throws {
+        var cache = ResponseCache()
+        let upstream = ok(date0, "Connection: keep-alive", "Content-Length: 5", "Keep-Alive: timeout=5", "Age: 7",
+                          "Proxy-Connection: keep-alive", "X-Kept: yes", "Cache-Control: max-age=60", "Trailer: X-T", "X-Last: 1")
+        XCTAssertEqual(upstream.declaredFraming, .length(5))
+        XCTAssertTrue(isStored(fill(&cache, get(), upstream, body: Array("hello".utf8), at: t0)))
+        let served = try XCTUnwrap(hit(cache.lookup(url: url, request: get(), now: t0 + 10)))
+        let names = (0..<served.head.headers.count).map { served.head.headers.name(at: $0) }
+        XCTAssertEqual(names, ["Date", "Content-Length", "X-Kept", "Cache-Control", "X-Last", "Age"])
+        XCTAssertEqual(served.head.headers.values(.contentLength), ["5"])
+        XCTAssertEqual(served.head.headers.values(name: "age"), ["17"], "the stored Age (7) counted once, written afresh")
+        XCTAssertEqual(served.head.headers.values(name: "x-last"), ["1"])
+        XCTAssertFalse(served.head.headers.contains(.connection))
+        XCTAssertFalse(served.head.headers.contains(.keepAlive))
+        XCTAssertFalse(served.head.headers.contains(.proxyConnection))
+        XCTAssertFalse(served.head.headers.contains(.trailer))
+        XCTAssertEqual(served.head.declaredFraming, .length(5))
+    }
+
     /// The stored head has one `Content-Length`, the body's (whatever the response said, or
     /// did not say, of its length); a 204 has none.
     func testTheStoredHeadCarriesTheBodysLengthOnce() throws {

@@ -16,6 +16,48 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertNil(headers.first(.host))
     }
 
+    /// `removeAll(keepingStorage:)` drops the fields of the given kinds and keeps the rest in
+    /// order, the known-field bits following; `hasSoleDecimal` holds only for one field whose
+    /// value is the number written plainly.
+    func testRemovingKindsKeepingStorageAndTheSoleDecimal() {
+        var headers = HTTPHeaders()
+        headers.append(name: "Connection", value: "keep-alive")
+        headers.append(name: "Content-Length", value: "120")
+        headers.append(name: "X-A", value: "1")
+        headers.append(name: "Keep-Alive", value: "timeout=5")
+        headers.append(name: "Age", value: "3")
+        headers.append(name: "X-B", value: "2")
+        XCTAssertTrue(headers.hasSoleDecimal(.contentLength, 120))
+        XCTAssertFalse(headers.hasSoleDecimal(.contentLength, 12))
+        XCTAssertFalse(headers.hasSoleDecimal(.contentLength, 1120))
+        XCTAssertFalse(headers.hasSoleDecimal(.contentLength, 0))
+        XCTAssertFalse(headers.hasSoleDecimal(.age, 30))
+        XCTAssertTrue(headers.hasSoleDecimal(.age, 3))
+        XCTAssertFalse(headers.hasSoleDecimal(.transferEncoding, 0), "absent")
+        var copy = headers
+        copy.removeAll(keepingStorage: KnownField.Set(.connection, .keepAlive, .age))
+        XCTAssertEqual((0..<copy.count).map { copy.name(at: $0) }, ["Content-Length", "X-A", "X-B"])
+        XCTAssertEqual((0..<copy.count).map { copy.value(at: $0) }, ["120", "1", "2"])
+        XCTAssertFalse(copy.contains(.connection))
+        XCTAssertFalse(copy.contains(.age))
+        XCTAssertTrue(copy.contains(.contentLength))
+        XCTAssertEqual(headers.count, 6, "the original is untouched")
+        XCTAssertEqual(headers.first(.age), "3")
+        var same = copy
+        same.removeAll(keepingStorage: KnownField.Set(.te))
+        XCTAssertEqual(same, copy, "nothing of those kinds: unchanged")
+        for bad in ["0120", "120, 120", "+120", "", "1 20"] {
+            var h = HTTPHeaders()
+            h.append(name: "Content-Length", value: bad)
+            XCTAssertFalse(h.hasSoleDecimal(.contentLength, 120), bad)
+        }
+        var twice = HTTPHeaders()
+        twice.append(name: "Content-Length", value: "0")
+        XCTAssertTrue(twice.hasSoleDecimal(.contentLength, 0))
+        twice.append(name: "Content-Length", value: "0")
+        XCTAssertFalse(twice.hasSoleDecimal(.contentLength, 0), "two fields")
+    }
+
     func testValuesAndTokens() {
         var headers = HTTPHeaders()
         headers.append(name: "Connection", value: "Keep-Alive, ,X-A")
