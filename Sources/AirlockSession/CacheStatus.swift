@@ -69,7 +69,17 @@ public struct CacheStatus: Sendable, Equatable {
     /// (no String, array or copy of the head's fields made for it: every cached exchange's
     /// response carries one).
     public func write(into w: inout HeadWriter) {
-        w.field("Cache-Status", capacity: capacity) { write(&$0) }
+        if !hit, let fwd, fwdStatus == 200, ttl == nil, !stored, !collapsed, detail == nil {
+            w.field(Self.forwardedOK[fwd.index])   // a miss's: made once
+        } else {
+            w.field("Cache-Status", capacity: capacity) { write(&$0) }
+        }
+    }
+
+    /// The field of a request that went forward and was answered 200, for each `fwd` value
+    /// (what every miss's response carries): written as `write` writes it, once.
+    private static let forwardedOK: [HeadWriter.FieldPrefix] = Forward.allCases.map { fwd in
+        HeadWriter.FieldPrefix(name: "Cache-Status", valuePrefix: CacheStatus(fwd: fwd, fwdStatus: 200).fieldValue)
     }
 
     /// Room for the longest member: every part, a 20-digit `ttl` and `fwd-status`, the detail.
@@ -100,6 +110,19 @@ public struct CacheStatus: Sendable, Equatable {
 }
 
 extension CacheStatus.Forward {
+    /// Its place in `allCases`.
+    var index: Int {
+        switch self {
+        case .bypass: 0
+        case .method: 1
+        case .uriMiss: 2
+        case .varyMiss: 3
+        case .miss: 4
+        case .request: 5
+        case .stale: 6
+        }
+    }
+
     /// `rawValue` as static text (written without a String).
     var text: StaticString {
         switch self {

@@ -135,6 +135,13 @@ public struct HeadWriter: ~Copyable {
         }
     }
 
+    /// "<whole>\r\n": a field made once as a `FieldPrefix` holding its whole value, copied in one
+    /// move (a value written on many exchanges, e.g. a cache miss's `Cache-Status`).
+    public mutating func field(_ whole: FieldPrefix) {
+        whole.bytes.withUnsafeBytes { put($0) }
+        appendCRLF()
+    }
+
     /// "<prefix><hex>\r\n": `hex` in lower-case hexadecimal, with no String built (a request id).
     public mutating func field(_ prefix: FieldPrefix, hex: UInt64) {
         prefix.bytes.withUnsafeBytes { put($0) }

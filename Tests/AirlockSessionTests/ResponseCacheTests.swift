@@ -862,6 +862,12 @@ final class ResponseCacheTests: XCTestCase {
     func testCacheStatusEveryPartAtItsWidest() {
         for fwd in CacheStatus.Forward.allCases {
             XCTAssertEqual(CacheStatus(fwd: fwd).fieldValue, "Airlock; fwd=" + fwd.rawValue)
+            // A forward answered 200 (a miss's) is written from a field made once: the same text.
+            var w = HeadWriter(capacity: 64)
+            CacheStatus(fwd: fwd, fwdStatus: 200).write(into: &w)
+            CacheStatus(fwd: fwd, fwdStatus: 201).write(into: &w)
+            XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self),
+                           "Cache-Status: Airlock; fwd=\(fwd.rawValue); fwd-status=200\r\nCache-Status: Airlock; fwd=\(fwd.rawValue); fwd-status=201\r\n")
         }
         let details: [CacheStatus.Detail] = CacheRefusal.allCases.map { .refused($0) } + [.onlyIfCached]
         XCTAssertEqual(details.map(\.text), CacheRefusal.allCases.map(\.rawValue) + ["only-if-cached"])
