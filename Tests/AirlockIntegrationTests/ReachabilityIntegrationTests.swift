@@ -291,26 +291,27 @@ final class ReachabilityIntegrationTests: XCTestCase {
             return c
         }
         defer { for c in hung { c.close() } }
+        // A request into a slot made for its connect: did its connect come, and what did it get?
+        func throughOneSlot(_ name: String) throws -> (connected: Bool, response: RawResponse) {
+            try hole.openOneSlot()
+            let c = try RawClient(port: a.port)
+            defer { c.close() }
+            try c.send("GET /\(name) HTTP/1.1\r\nHost: api.test\r\n\r\n")
+            let connected = try hole.serveOneQueued(body: name, timeout: 3)
+            return (connected, try c.readResponse(timeout: 5))
+        }
         usleep(300_000)   // their connects began and hang
-        try hole.openOneSlot()
-        let fourth = try RawClient(port: a.port)
-        defer { fourth.close() }
-        try fourth.send("GET /fourth HTTP/1.1\r\nHost: api.test\r\n\r\n")
-        XCTAssertTrue(try hole.serveOneQueued(body: "fourth", timeout: 1), "the fourth request's connect took the slot")
-        let r4 = try fourth.readResponse(timeout: 5)
-        XCTAssertEqual(r4.status, 200)
-        XCTAssertEqual(String(decoding: r4.body, as: UTF8.self), "fourth")
+        let fourth = try throughOneSlot("fourth")
+        XCTAssertTrue(fourth.connected, "the fourth request's connect took the slot")
+        XCTAssertEqual(fourth.response.status, 200)
+        XCTAssertEqual(String(decoding: fourth.response.body, as: UTF8.self), "fourth")
         for (i, c) in hung.enumerated() {
             let r = try c.readResponse(timeout: 10)
             XCTAssertEqual(r.status, 504, "hung request \(i + 1): \(String(decoding: r.body, as: UTF8.self))")
         }
-        try hole.openOneSlot()
-        let fifth = try RawClient(port: a.port)
-        defer { fifth.close() }
-        try fifth.send("GET /fifth HTTP/1.1\r\nHost: api.test\r\n\r\n")
-        XCTAssertTrue(try hole.serveOneQueued(body: "fifth", timeout: 3), "the fifth request went upstream")
-        let r5 = try fifth.readResponse(timeout: 5)
-        XCTAssertEqual(r5.status, 200, String(decoding: r5.body, as: UTF8.self))
+        let fifth = try throughOneSlot("fifth")
+        XCTAssertTrue(fifth.connected, "the fifth request went upstream")
+        XCTAssertEqual(fifth.response.status, 200, String(decoding: fifth.response.body, as: UTF8.self))
         XCTAssertNil(a.logRecords().first { $0["event"] as? String == "upstream.reachability" && $0["to"] as? String == "unreachable" },
                      "the upstream was never judged unreachable")
     }
