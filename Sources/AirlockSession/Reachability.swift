@@ -4,8 +4,10 @@
 ///
 /// - A probe (TCP connect, plus the TLS handshake for https) decides at once either way.
 /// - Passive: a connection that came up makes the upstream reachable; a refused connection
-///   makes it unreachable at once (nothing listens); resets and timeouts count, and
-///   `passiveFailureThreshold` of them in a row make it unreachable (one slow answer does not).
+///   makes it unreachable at once (nothing listens); connect timeouts (`.failed`; the TLS
+///   handshake included) count, and `passiveFailureThreshold` of them in a row make it
+///   unreachable (one slow connect does not). A connection that fails after it came up (a reset,
+///   a close) is the exchange's error, not a reachability signal.
 ///   A timeout counts only when its attempt began after the last connection came up: attempts
 ///   begun together (a burst that overran the upstream's accept queue) and timing out together
 ///   are not three signals that it is down while connections begun beside them came up; they
@@ -36,7 +38,7 @@ public struct Reachability: Sendable, Equatable {
         case connected
         /// A request's connection was refused.
         case refused(String)
-        /// A request's connection was reset or timed out.
+        /// A request's connect (its TLS handshake included) timed out.
         case failed(String)
     }
 

@@ -2,7 +2,7 @@ import AirlockSession
 import XCTest
 
 /// The reachability state machine: probes decide either way at once; a refused connection
-/// marks the upstream unreachable at once; resets and timeouts only after
+/// marks the upstream unreachable at once; connect timeouts only after
 /// `passiveFailureThreshold` in a row; each change is reported once, with its time.
 final class ReachabilityTests: XCTestCase {
     func testProbesMoveBetweenReachableAndUnreachable() {
