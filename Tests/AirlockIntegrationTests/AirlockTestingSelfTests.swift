@@ -230,6 +230,21 @@ final class AirlockTestingSelfTests: XCTestCase {
         XCTAssertEqual(result.exitCode, 7, result.stderr)
     }
 
+    /// The ports handed out lie below the kernel's ephemeral range (no outgoing connection can
+    /// be given one as its local port before the test binds it), differ from call to call, and
+    /// can be listened on.
+    func testUnusedLoopbackPortsLieBelowTheEphemeralRangeAndDiffer() throws {
+        let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
+        let low = try XCTUnwrap(text.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) })
+        let ports = (0..<50).map { _ in unusedLoopbackPort() }
+        XCTAssertEqual(Set(ports).count, 50, "\(ports)")
+        for port in ports { XCTAssertLessThan(Int(port), low, "\(port) is in the ephemeral range from \(low)") }
+        let origin = try TestOrigin(.respond { _ in .ok("here") }, port: ports[0])
+        defer { origin.stop() }
+        XCTAssertEqual(origin.port, ports[0])
+        XCTAssertEqual(try RawClient(port: ports[0]).exchange("GET / HTTP/1.1\r\nHost: x\r\n\r\n").status, 200)
+    }
+
     func testStopClosesEverythingAndIsIdempotent() throws {
         let origin = try TestOrigin(.silent)
         let port = origin.port
