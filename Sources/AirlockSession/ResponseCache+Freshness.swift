@@ -252,29 +252,37 @@ extension ResponseCache {
     /// framing, a storage much larger than its fields) the fields are copied as before.
     static func storedHead(_ head: inout ResponseHead, bodyCount: Int, hasBody: Bool) {
         let h = head.headers
+        let connection = HopByHop.connectionTokens(h)
         // A parsed head's storage holds its field lines (": " and CRLF included); one with
         // much more room than that (grown for a larger head before) is copied rather than
         // kept for the entry's lifetime.
-        if (!hasBody || h.hasSoleDecimal(.contentLength, bodyCount)) && h.storageCapacity <= 2 * h.storageCount + 128
-            && HopByHop.connectionTokens(h).isEmpty {
-            head.headers.removeAll(keepingStorage: hasBody ? HopByHop.fields.inserting(.age).removing(.contentLength)
-                                                            : HopByHop.fields.inserting(.age))
+        if connection.isEmpty && (!hasBody || h.hasSoleDecimal(.contentLength, bodyCount))
+            && h.storageCapacity <= 2 * h.storageCount + 128 {
+            head.headers.removeAll(keepingStorage: hasBody ? neverStored.removing(.contentLength) : neverStored)
         } else {
-            head.headers = storableFields(h)
+            head.headers = storableFields(h, connectionTokens: connection)
             if hasBody { head.headers.append(.contentLength, decimal: bodyCount) }
         }
         head.declaredFraming = hasBody ? .length(UInt64(bodyCount)) : .none
         head.keepAlive = true
     }
 
+    /// The kinds of field a stored head never keeps: the hop-by-hop ones (`Content-Length`
+    /// among them) and `Age`.
+    private static var neverStored: KnownField.Set { HopByHop.fields.inserting(.age) }
+
     /// The fields a cache keeps (3.1): not the hop-by-hop ones (`Connection` and what it names,
     /// `Keep-Alive`, `TE`, `Transfer-Encoding`, …), not `Content-Length` (the stored body's
     /// own length is written when served) and not `Age` (computed when served).
     static func storableFields(_ headers: HTTPHeaders) -> HTTPHeaders {
-        let connection = HopByHop.connectionTokens(headers)
+        storableFields(headers, connectionTokens: HopByHop.connectionTokens(headers))
+    }
+
+    /// `storableFields` with the head's `HopByHop.connectionTokens` already read.
+    private static func storableFields(_ headers: HTTPHeaders, connectionTokens connection: [String]) -> HTTPHeaders {
         // Room for the `Content-Length` the store appends.
         if connection.isEmpty {   // nearly always (`Connection: keep-alive` names none): no call per field
-            return headers.filtered(reserving: 36, dropping: HopByHop.fields.inserting(.age))
+            return headers.filtered(reserving: 36, dropping: neverStored)
         }
         return headers.filtered(reserving: 36) { i in
             headers.known(at: i) != .age && !HopByHop.isHopByHop(headers, at: i, connectionTokens: connection)

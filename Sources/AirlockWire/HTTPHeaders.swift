@@ -297,17 +297,18 @@ public struct HTTPHeaders: Sendable, Equatable {
         filtered(reserving: extra) { _, e in dropped.bits & e.known.bit == 0 }
     }
 
+    /// The entries `keep` accepts, in order (room for `moreEntries` beyond them), the known-field
+    /// bits they hold and their name and value bytes: what `filtered` copies and what
+    /// `removeAll(keepingStorage:)` keeps.
     @inline(__always)
-    private func filtered(reserving extra: Int, keeping keep: (Int, Entry) -> Bool) -> HTTPHeaders {
-        var out = HTTPHeaders()
+    private func keptEntries(room moreEntries: Int, _ keep: (Int, Entry) -> Bool) -> (entries: [Entry], known: UInt32, bytes: Int) {
         var bytes = 0
         var known: UInt32 = 0
-        // Room for one more entry when the caller appends a field next. (`reserveCapacity`, not
-        // `Array(unsafeUninitializedCapacity:)`, which goes through the unspecialised array
-        // allocator: it looks up the storage's type metadata at run time, ~500 instructions.
-        // The same for the storage below.)
+        // (`reserveCapacity`, not `Array(unsafeUninitializedCapacity:)`, which goes through the
+        // unspecialised array allocator: it looks up the storage's type metadata at run time,
+        // ~500 instructions. The same for `filtered`'s storage.)
         var kept: [Entry] = []
-        kept.reserveCapacity(entries.count + (extra > 0 ? 1 : 0))
+        kept.reserveCapacity(entries.count + moreEntries)
         entries.withUnsafeBufferPointer { fields in
             for i in 0..<fields.count where keep(i, fields[i]) {
                 kept.append(fields[i])
@@ -315,6 +316,14 @@ public struct HTTPHeaders: Sendable, Equatable {
                 known |= fields[i].known.bit
             }
         }
+        return (kept, known, bytes)
+    }
+
+    @inline(__always)
+    private func filtered(reserving extra: Int, keeping keep: (Int, Entry) -> Bool) -> HTTPHeaders {
+        var out = HTTPHeaders()
+        // Room for one more entry when the caller appends a field next.
+        var (kept, known, bytes) = keptEntries(room: extra > 0 ? 1 : 0, keep)
         out.knownFields = known
         // One allocation of the kept bytes (and `extra`), reserved as above: each field's name
         // and value copied once into scratch memory (on the stack when small), then all of them
@@ -353,17 +362,7 @@ public struct HTTPHeaders: Sendable, Equatable {
     /// long time, `retainedBytes` counts them.
     public mutating func removeAll(keepingStorage dropped: KnownField.Set) {
         guard knownFields & dropped.bits != 0 else { return }
-        var kept: [Entry] = []
-        kept.reserveCapacity(entries.count)
-        var known: UInt32 = 0
-        entries.withUnsafeBufferPointer { fields in
-            for e in fields where dropped.bits & e.known.bit == 0 {
-                kept.append(e)
-                known |= e.known.bit
-            }
-        }
-        entries = kept
-        knownFields = known
+        (entries, knownFields, _) = keptEntries(room: 0) { _, e in dropped.bits & e.known.bit == 0 }
     }
 
     /// Bytes the storage holds (a parsed head's: its field lines as they came) and has room for.
