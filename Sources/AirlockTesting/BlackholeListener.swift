@@ -51,22 +51,14 @@ public final class BlackholeListener: @unchecked Sendable {
         guard poll(&pfd, 1, Int32(timeout * 1000)) > 0 else { return false }
         let fd = Glibc.accept(listener, nil, nil)
         guard fd >= 0 else { throw Descriptors.systemError("accept") }
-        defer { Glibc.close(fd) }
+        let connection = TCPTestConnection(fd: fd)
+        defer { connection.close() }
         fillers.append(try Socket.connect(host: "127.0.0.1", port: port, timeout: 1))
-        let deadline = Deadline(seconds: 5)
-        var head: [UInt8] = []
-        var scratch = [UInt8](repeating: 0, count: 4096)
-        while !head.containsHeadEnd {
-            let outcome = try scratch.withUnsafeMutableBytes {
-                try Socket.receive(fd, into: $0, maximum: $0.count, waker: nil, deadline: deadline)
-            }
-            guard case .bytes(let n) = outcome else {
-                throw AirlockTestingError(.closed, "the connection ended before a request head")
-            }
-            head += scratch[..<n]
+        let head = try connection.read(through: "\r\n\r\n", timeout: 5)
+        guard head.suffix(4).elementsEqual("\r\n\r\n".utf8) else {
+            throw AirlockTestingError(.closed, "the connection ended before a request head")
         }
-        let answer = "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-        try Socket.sendAll(fd, Array(answer.utf8), waker: nil, deadline: deadline)
+        try connection.write("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)", timeout: 5)
         return true
     }
 
@@ -76,11 +68,5 @@ public final class BlackholeListener: @unchecked Sendable {
         fillers = []
         if listener >= 0 { Glibc.close(listener) }
         listener = -1
-    }
-}
-
-private extension Array where Element == UInt8 {
-    var containsHeadEnd: Bool {
-        count >= 4 && indices.dropLast(3).contains { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
     }
 }

@@ -23,8 +23,7 @@ private final class PortsBelowEphemeralRange: @unchecked Sendable {
 
     private init() {
         // Ports from 10000 up to the start of the ephemeral range (default 32768).
-        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
-        let low = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) } ?? 32768
+        let low = kernelSetting("net/ipv4/ip_local_port_range")?.first ?? 32768
         let upper = max(10_001, min(low, 65536) - 1)
         range = 10_000...upper
         cursor = Int.random(in: range)

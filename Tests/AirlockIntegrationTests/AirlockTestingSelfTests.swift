@@ -234,8 +234,7 @@ final class AirlockTestingSelfTests: XCTestCase {
     /// be given one as its local port before the test binds it), differ from call to call, and
     /// can be listened on.
     func testUnusedLoopbackPortsLieBelowTheEphemeralRangeAndDiffer() throws {
-        let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
-        let low = try XCTUnwrap(text.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) })
+        let low = try XCTUnwrap(kernelSetting("net/ipv4/ip_local_port_range")?.first)
         let ports = (0..<50).map { _ in unusedLoopbackPort() }
         XCTAssertEqual(Set(ports).count, 50, "\(ports)")
         for port in ports { XCTAssertLessThan(Int(port), low, "\(port) is in the ephemeral range from \(low)") }
