@@ -105,9 +105,8 @@ extension Exchange {
                     $0.complete(fill, request: request, response: head, body: [], validated: true, now: now)
                 }
                 worker.fillEnded(fill, stored: true)
-                if case .refreshed(var hit) = done.outcome {
-                    hit.notModified = done.notModified
-                    state.hit = hit
+                if case .refreshed(let hit) = done.outcome {
+                    state.hit = hit   // (its `notModified` is the completion's)
                     state.status = done.status
                     run(machine.answeredFromCache())
                 } else {

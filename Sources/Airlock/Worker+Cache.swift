@@ -15,11 +15,10 @@ extension Worker {
     /// worker's caches, and a fill in flight across it ends in the cache it began in (emptied),
     /// rather than making the route's cache again from the route as it was.
     func routeCache(_ route: Route) -> RouteCache {
-        let name = route.config.name
-        // A worker usually holds one route's cache: compared by name, not hashed.
-        if caches.count == 1, let only = caches.values.first, only.name == name { return only }
-        if let c = caches[name] { return c }
-        return makeCache(route)
+        if let last = lastRouteCache, last.route === route { return last.cache }
+        let c = caches[route.config.name] ?? makeCache(route)
+        lastRouteCache = (route, c)
+        return c
     }
 
     /// Runs `body` on the cache in place (it is never copied), adds what its counters gained to

@@ -46,7 +46,11 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     var queued: [UInt64: QueuedExchange] = [:]
     var nextQueueTicket: UInt64 = 0
     /// The routes' response caches on this worker, by route name (`Worker+Cache`).
-    var caches: [String: RouteCache] = [:]
+    var caches: [String: RouteCache] = [:] { didSet { lastRouteCache = nil } }
+    /// The route the last `routeCache` call was for and its cache: an exchange's lookup finds
+    /// its route's cache by the route's identity, not by its name (cleared with any change
+    /// to `caches`, a reload's among them).
+    var lastRouteCache: (route: Route, cache: RouteCache)?
     /// Caches a reload ended, their entries freed a slice per loop turn (`retireCaches`).
     var retiredCaches: [RouteCache] = []
     var cacheWaiters: [CacheKey: [Exchange]] = [:]

@@ -244,28 +244,35 @@ extension ResponseCache {
         return out
     }
 
-    /// The head a store keeps, made of the response's own in place (`complete` owns it): the
-    /// fields of `storableFields` and a `Content-Length` of the stored body. Nearly always the
-    /// response's storage is kept as it came (no copy of its bytes): the hop-by-hop fields and
-    /// `Age` are dropped from its entries, and its own `Content-Length` stays when it is the only
-    /// one and gave the body's length. Otherwise (a `Connection` naming other fields, chunked
-    /// framing, a storage much larger than its fields) the fields are copied as before.
+    /// The head a store keeps, made of the response's own (`complete` owns it), whose
+    /// `Content-Length` is the stored body's. Nearly always it is kept as it came, fields and
+    /// storage untouched: its one `Content-Length` gave the body's length, and its `Connection`
+    /// names no other field. Its hop-by-hop fields (`Connection: keep-alive`, `Keep-Alive`) and
+    /// an `Age` then stay in the entry, and `served` leaves them out of every head it serves:
+    /// RFC 9111 3.1 has them removed before forwarding, which "MAY be implemented by doing so
+    /// before storage". Otherwise (a `Connection` naming other fields, chunked framing, no or
+    /// another length, a storage much larger than its fields) the head keeps `storableFields`
+    /// and the body's length, copied.
     static func storedHead(_ head: inout ResponseHead, bodyCount: Int, hasBody: Bool) {
         let h = head.headers
-        let connection = HopByHop.connectionTokens(h)
         // A parsed head's storage holds its field lines (": " and CRLF included); one with
         // much more room than that (grown for a larger head before) is copied rather than
         // kept for the entry's lifetime.
-        if connection.isEmpty && (!hasBody || h.hasSoleDecimal(.contentLength, bodyCount))
-            && h.storageCapacity <= 2 * h.storageCount + 128 {
-            head.headers.removeAll(keepingStorage: hasBody ? neverStored.removing(.contentLength) : neverStored)
-        } else {
+        let asItCame = !h.contains(.transferEncoding)
+            && (hasBody ? h.hasSoleDecimal(.contentLength, bodyCount) : !h.contains(.contentLength))
+            && h.storageCapacity <= 2 * h.storageCount + 128
+        let connection = HopByHop.connectionTokens(h)
+        if !(asItCame && connection.isEmpty) {
             head.headers = storableFields(h, connectionTokens: connection)
             if hasBody { head.headers.append(.contentLength, decimal: bodyCount) }
         }
         head.declaredFraming = hasBody ? .length(UInt64(bodyCount)) : .none
         head.keepAlive = true
     }
+
+    /// The fields of a stored head that a served one leaves out: the hop-by-hop ones and
+    /// `Age` (`neverStored`), but the stored head's `Content-Length`, which is its body's.
+    static var notServed: KnownField.Set { neverStored.removing(.contentLength) }
 
     /// The kinds of field a stored head never keeps: the hop-by-hop ones (`Content-Length`
     /// among them) and `Age`.

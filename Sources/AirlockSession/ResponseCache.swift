@@ -52,7 +52,8 @@ public struct ResponseCache {
 
     /// One stored response.
     public struct Entry: Sendable {
-        /// The stored head: no hop-by-hop fields, no `Age`, `Content-Length` of `body`.
+        /// The stored head: `Content-Length` of `body` (once), its other fields as received,
+        /// or without the hop-by-hop ones (`storedHead`); `served` drops what is not forwarded.
         public var head: ResponseHead
         public var body: [UInt8]
         public var requestTime: Int64
@@ -72,14 +73,24 @@ public struct ResponseCache {
     }
 
     /// A response served from memory.
-    public struct Hit: Sendable {
+    /// A class of constants, as `Fill` is: `Lookup` and `Completion`, which may carry one, stay
+    /// a few words long (with the head and body inline they were 117 and 169 bytes, copied
+    /// with `memcpy` at each step of every lookup, a miss's too).
+    public final class Hit: Sendable {
         /// The stored head with `Age` set (and `Content-Length` of the body).
-        public var head: ResponseHead
-        public var body: [UInt8]
-        public var status: CacheStatus
+        public let head: ResponseHead
+        public let body: [UInt8]
+        public let status: CacheStatus
         /// The client's own conditional (`If-None-Match`, else `If-Modified-Since`) holds for
         /// it: answer `notModifiedHead(head)` instead (RFC 9111 4.3.2).
-        public var notModified = false
+        public let notModified: Bool
+
+        init(head: ResponseHead, body: [UInt8], status: CacheStatus, notModified: Bool) {
+            self.head = head
+            self.body = body
+            self.status = status
+            self.notModified = notModified
+        }
     }
 
     /// An upstream request the cache takes part in: what to add to it and what to do with its answer.
@@ -290,9 +301,12 @@ public struct ResponseCache {
         return waiters > 0
     }
 
-    /// The head as served: `Age` and `Content-Length` written afresh.
+    /// The head as served: the stored one without the fields it may have kept that are not
+    /// forwarded (`notServed`: hop-by-hop fields, a received `Age`), and `Age` written afresh.
+    /// The copy a served head needs anyway (for its `Age`) is the one that drops them.
     static func served(_ head: ResponseHead, age: Int64) -> ResponseHead {
         var out = head
+        out.headers.removeAll(keepingStorage: notServed, reservingEntries: 1)
         out.headers.append(name: "Age", value: String(age))
         return out
     }

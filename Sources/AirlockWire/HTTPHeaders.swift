@@ -360,9 +360,10 @@ public struct HTTPHeaders: Sendable, Equatable {
     /// fields' bytes stay in it, unreferenced), so the storage is not copied when it is shared
     /// (a stored response's head shares it with the head that was relayed). For heads kept a
     /// long time, `retainedBytes` counts them.
-    public mutating func removeAll(keepingStorage dropped: KnownField.Set) {
+    /// `reservingEntries`: room for as many more fields, appended next.
+    public mutating func removeAll(keepingStorage dropped: KnownField.Set, reservingEntries room: Int = 0) {
         guard knownFields & dropped.bits != 0 else { return }
-        (entries, knownFields, _) = keptEntries(room: 0) { _, e in dropped.bits & e.known.bit == 0 }
+        (entries, knownFields, _) = keptEntries(room: room) { _, e in dropped.bits & e.known.bit == 0 }
     }
 
     /// Bytes the storage holds (a parsed head's: its field lines as they came) and has room for.

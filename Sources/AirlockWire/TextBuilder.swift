@@ -71,8 +71,12 @@ public struct TextBuilder {
     /// without a String).
     @inlinable
     public mutating func append(string text: String) {
-        var text = text   // withUTF8: in place for a native string, copied to the stack for a small one
-        text.withUTF8 { u in if let p = u.baseAddress { append(p, u.count) } }
+        // Borrowed, not copied (`withUTF8` is mutating: a copy cost a retain and a release):
+        // contiguous for native and small strings alike; a bridged one byte by byte.
+        let done: Void? = text.utf8.withContiguousStorageIfAvailable { u in
+            if let p = u.baseAddress { append(UnsafeRawPointer(p), u.count) }
+        }
+        if done == nil { for byte in text.utf8 { append(byte: byte) } }
     }
 
     @inlinable

@@ -626,9 +626,9 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertFalse(whole.hasWork)
     }
 
-    /// A response whose own `Content-Length` gave the body's length keeps its field storage
-    /// (`storedHead` drops fields from its entries in place): the hop-by-hop fields and `Age`
-    /// are gone all the same, the other fields kept in order, the length once.
+    /// A response whose own `Content-Length` gave the body's length is stored as it came
+    /// (`storedHead` leaves its fields alone): a served head has no hop-by-hop fields and no
+    /// received `Age` all the same (`served` drops them), the other fields in order, the length once.
     func testAStoredHeadMadeInPlaceDropsTheSameFields() throws {
         var cache = ResponseCache()
         let upstream = ok(date0, "Connection: keep-alive", "Content-Length: 5", "Keep-Alive: timeout=5", "Age: 7",
