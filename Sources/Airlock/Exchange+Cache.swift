@@ -6,16 +6,18 @@ import Glibc
 
 /// What an exchange on a route with a cache (`routes[].cache`) knows of it.
 final class CacheState {
-    /// The request's absolute URL (the cache key's first part).
-    let url: String
+    /// The request's absolute URL, as the key of its entry without a variant (`CacheKey.of`).
+    let key: CacheKey
     /// The route's cache on this worker when the exchange looked up: every later step of the
     /// exchange goes to this one (after a reload, the retired one).
     let routeCache: RouteCache
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
-    /// The fill's request: the client's, with the stored response's validators; nil when the
-    /// client's own goes upstream unchanged (a miss without a conditional of its own).
-    var request: RequestHead?
+    /// The fill's request fields: the client's, with the stored response's validators; nil
+    /// when the client's own go upstream unchanged (a miss without a conditional of its own).
+    /// The fields only, not a whole request head (134 bytes, copied with `memcpy` whenever
+    /// the state was made, read or freed).
+    var requestHeaders: HTTPHeaders?
     /// The upstream's head as it came (stored without Airlock's own fields).
     var upstreamHead: ResponseHead?
     /// The body copied while it is relayed, for the store; `teeing` stops past `max_object`.
@@ -29,8 +31,8 @@ final class CacheState {
     /// It waited for another request's fill.
     var collapsed = false
 
-    init(url: String, routeCache: RouteCache) {
-        self.url = url
+    init(key: CacheKey, routeCache: RouteCache) {
+        self.key = key
         self.routeCache = routeCache
     }
 }
@@ -46,13 +48,13 @@ extension Exchange {
     /// The lookup: true when the exchange is answered (a hit, `only-if-cached`) or waits for
     /// another's fill; false when it goes upstream.
     func cacheLookup(joinFill: Bool = true) -> Bool {
-        guard let url = worker.phases.requestCacheFilter(self) else { return false }
-        let state = cache ?? CacheState(url: url, routeCache: worker.routeCache(routeRef))
+        guard let key = cache?.key ?? worker.phases.requestCacheFilter(self) else { return false }
+        let state = cache ?? CacheState(key: key, routeCache: worker.routeCache(routeRef))
         cache = state
         let now = Int64(time(nil))
         let lookup = worker.withCache(state.routeCache) { c in
             state.maxObject = c.limits.maxObject
-            return c.lookup(url: url, request: request, now: now, joinFill: joinFill)
+            return c.lookup(key: key, request: request, now: now, joinFill: joinFill)
         }
         switch lookup {
         case .hit(let hit):
@@ -64,10 +66,10 @@ extension Exchange {
             state.fill = fill
             state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
             // nil: the client's head goes as it is (left nil when it is: no old value to destroy).
-            if let changed = fill.upstreamRequest(request) {
-                state.request = changed
-            } else if state.request != nil {
-                state.request = nil
+            if let changed = fill.changedHeaders(request.headers) {
+                state.requestHeaders = changed
+            } else if state.requestHeaders != nil {
+                state.requestHeaders = nil
             }
             return false
         case .wait(let key):
@@ -80,7 +82,7 @@ extension Exchange {
         case .onlyIfCached(let status):
             state.status = status
             respond(GatewayError(.notCached, status: 504,
-                                 message: "only-if-cached, and the route's cache holds nothing usable for \(url)", source: .client))
+                                 message: "only-if-cached, and the route's cache holds nothing usable for \(key.url)", source: .client))
             return true
         }
     }
@@ -167,7 +169,7 @@ extension Exchange {
         if case .completed = end, request.method != .get, request.method != .head, let head = response {
             // In the route's cache as it is now (a reload since the lookup made a new one), if any.
             if let current = worker.caches[routeRef.config.name] {
-                _ = worker.withCache(current) { $0.invalidate(method: request.method, url: state.url, response: head) }
+                _ = worker.withCache(current) { $0.invalidate(method: request.method, url: state.key.url, response: head) }
             }
         }
     }

@@ -252,7 +252,9 @@ final class GatewayPhases: ProxyPhases {
         // A resumed download asks for the rest (`Exchange+Resume`): the same request with `Range`.
         if let resumed = ex.resumption?.request {
             upstreamRequestHead(ex, resumed, into: &w)
-        } else if let filled = ex.cache?.request {   // the cache's validators (`Exchange+Cache`)
+        } else if let headers = ex.cache?.requestHeaders {   // the cache's validators (`Exchange+Cache`)
+            var filled = ex.request
+            filled.headers = headers
             upstreamRequestHead(ex, filled, into: &w)
         } else {
             upstreamRequestHead(ex, ex.request, into: &w)
@@ -281,9 +283,9 @@ final class GatewayPhases: ProxyPhases {
 
     // MARK: the cache filters
 
-    func requestCacheFilter(_ ex: Exchange) -> String? {
+    func requestCacheFilter(_ ex: Exchange) -> CacheKey? {
         guard ex.isRouted, ex.route.cache != nil else { return nil }
-        return CacheKey.url(scheme: ex.intercepted ? .https : .http, request: ex.request)
+        return CacheKey.of(scheme: ex.intercepted ? .https : .http, request: ex.request)
     }
 
     func responseCacheFilter(_ ex: Exchange, _ head: ResponseHead, maxObject: Int) -> Bool {

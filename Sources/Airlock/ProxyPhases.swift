@@ -50,7 +50,7 @@ protocol ProxyPhases {
     /// The request cache filter (Pingora's `request_cache_filter` and cache key): the URL the
     /// route's cache keys this request by, or nil when the cache takes no part (no `cache:`, a
     /// target without a URL). Runs after the upstream peer (the route) and before any connect.
-    func requestCacheFilter(_ ex: Exchange) -> String?
+    func requestCacheFilter(_ ex: Exchange) -> CacheKey?
     /// The response cache filter (Pingora's `response_cache_filter`): whether the response's
     /// body is copied for the store, judged on the head (RFC 9111 3's rules that need no body,
     /// and `max_object` against a declared length); the store itself is decided once the body is

@@ -92,14 +92,14 @@ extension Worker {
     /// Requests waiting for another's fill of `key` (request collapsing), woken when it ends:
     /// each looks up again (a hit after a store) or goes upstream itself.
     func waitForFill(_ key: CacheKey, _ ex: Exchange) {
-        cacheWaiters[key, default: []].append(ex)
+        cacheWaiters[key.fillID, default: []].append(ex)
     }
 
     /// The fill ended: the waiters of its key go on, each on a later loop turn.
     func fillEnded(_ fill: ResponseCache.Fill, stored: Bool) {
         // Nobody waiting on any fill (the usual case): no hashing of the key, nor a copy of it
         // (the fill is passed, not its key: passing the key copied its two strings).
-        guard !cacheWaiters.isEmpty, let waiting = cacheWaiters.removeValue(forKey: fill.key) else { return }
+        guard !cacheWaiters.isEmpty, let waiting = cacheWaiters.removeValue(forKey: fill.key.fillID) else { return }
         let first = cacheWakeups.isEmpty
         cacheWakeups += waiting.map { ($0, stored) }
         if first { loop.execute { [self] in self.wakeFillWaiters() } }

@@ -53,7 +53,8 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     var lastRouteCache: (route: Route, cache: RouteCache)?
     /// Caches a reload ended, their entries freed a slice per loop turn (`retireCaches`).
     var retiredCaches: [RouteCache] = []
-    var cacheWaiters: [CacheKey: [Exchange]] = [:]
+    /// Exchanges waiting for a fill, by the fill's `FillID` (as `ResponseCache` collapses them).
+    var cacheWaiters: [FillID: [Exchange]] = [:]
     var cacheWakeups: [(Exchange, Bool)] = []
     private var flushing = 0
     private var reportedIdle = false

@@ -1,9 +1,13 @@
 public import AirlockWire
+import Glibc
 
 /// Where a stored response lives: the request's absolute URL (GET and HEAD share it, RFC 9111
 /// 2) and the variant, the values of the request fields the response's `Vary` names (4.1).
-public struct CacheKey: Sendable, Hashable {
-    public let url: String
+public struct CacheKey: @unchecked Sendable, Hashable {   // (`text` is written once, before the key exists)
+    /// The URL's bytes and their hash, in one allocation made for the request (no `String`:
+    /// making one checked the bytes' UTF-8 and cost a second pass; `url` makes one when asked).
+    /// A key's variants share their URL's text.
+    let text: URLText
     /// "" without `Vary`; otherwise `name=value` per named field, NUL-separated, absent fields
     /// told apart from empty ones.
     public let variant: String
@@ -14,15 +18,35 @@ public struct CacheKey: Sendable, Hashable {
     private let hash: Int
 
     public init(url: String, variant: String = "") {
-        self.url = url
-        self.variant = variant
-        var h = SipHash.hash(url)
+        self.init(text: URLText.make(url), variant: variant)
+    }
+
+    init(text: URLText, variant: String = "") {
         // Most keys have no variant: its empty string is not hashed (keys of one URL differ
         // by their variants' text, which `==` compares). Both halves are keyed, so their
         // mix is as unpredictable as each.
-        if !variant.isEmpty { h = (h &* 0x9E37_79B9_7F4A_7C15) ^ SipHash.hash(variant) }
-        self.hash = Int(truncatingIfNeeded: h)
+        self.init(text: text, variant: variant,
+                  hash: Int(truncatingIfNeeded: variant.isEmpty ? text.hash : (text.hash &* 0x9E37_79B9_7F4A_7C15) ^ SipHash.hash(variant)))
     }
+
+    /// With the hash given (tests make two keys' hashes collide with it).
+    init(text: URLText, variant: String, hash: Int) {
+        self.text = text
+        self.variant = variant
+        self.hash = hash
+    }
+
+    /// The fill table's key for this one: its hash alone (`FillID`).
+    public var fillID: FillID { FillID(hash: hash) }
+
+    /// The absolute URL.
+    public var url: String { text.string }
+
+    /// The key of the URL alone (no variant), sharing its text.
+    public var base: CacheKey { variant.isEmpty ? self : CacheKey(text: text) }
+
+    /// A variant of this key's URL.
+    public func variant(_ variant: String) -> CacheKey { CacheKey(text: text, variant: variant) }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
@@ -32,52 +56,43 @@ public struct CacheKey: Sendable, Hashable {
     /// tables' seeds give unrelated bucket orders, as `Hasher` does), instead of a fresh
     /// `Hasher` run for every probe: a miss probes the entries and the fills twice each, and
     /// each run was ~250 instructions.
-    public func _rawHashValue(seed: Int) -> Int {
-        var x = UInt64(bitPattern: Int64(hash ^ seed))
-        x ^= x >> 33
-        x &*= 0xff51_afd7_ed55_8ccd
-        x ^= x >> 33
-        x &*= 0xc4ce_b9fe_1a85_ec53
-        x ^= x >> 33
-        return Int(bitPattern: UInt(x))
+    public func _rawHashValue(seed: Int) -> Int { fillID._rawHashValue(seed: seed) }
+
+    /// The hashes first, inline: a table's probe compares its key with each occupied bucket's
+    /// on the way, and all but the last differ in their hashes (made a call, the comparison
+    /// retained and released both keys' storage at every bucket).
+    @inline(__always)
+    public static func == (a: CacheKey, b: CacheKey) -> Bool {
+        a.hash == b.hash && sameText(a, b)
     }
 
-    public static func == (a: CacheKey, b: CacheKey) -> Bool {
-        a.hash == b.hash && a.url == b.url && a.variant == b.variant
+    @inline(never) @_effects(readonly)
+    static func sameText(_ a: CacheKey, _ b: CacheKey) -> Bool {
+        (a.text === b.text || a.text.bytesEqual(b.text)) && a.variant == b.variant
+    }
+
+    /// The key of a request's URL (as `url(scheme:request:)` spells it), written straight into
+    /// its text. Nil for CONNECT's authority-form and OPTIONS `*`.
+    public static func of(scheme: Scheme, request: RequestHead) -> CacheKey? {
+        switch request.target {
+        case .origin(let path):
+            return CacheKey(text: URLText.make(scheme: scheme, host: request.host, port: request.port, path: path))
+        case .absolute(let s, let host, let port, let path):
+            return CacheKey(text: URLText.make(scheme: s, host: host, port: port, path: path))
+        case .authority, .asterisk:
+            return nil
+        }
     }
 
     /// `scheme://host[:port]path?query`: scheme and host lower-cased, the default port left
     /// out, so `http://A.test:80/x` and `/x` with `Host: a.test` are one URL. Nil for CONNECT's
     /// authority-form and OPTIONS `*`.
     public static func url(scheme: Scheme, request: RequestHead) -> String? {
-        switch request.target {
-        case .origin(let path):
-            return absolute(scheme: scheme, host: request.host, port: request.port, path: path)
-        case .absolute(let s, let host, let port, let path):
-            return absolute(scheme: s, host: host, port: port, path: path)
-        case .authority, .asterisk:
-            return nil
-        }
+        of(scheme: scheme, request: request)?.url
     }
 
     static func absolute(scheme: Scheme, host: String, port: UInt16?, path: String) -> String {
-        // Lower-cased only when it has upper-case letters (lowercased() always makes a new string).
-        var host = host
-        if host.withUTF8({ $0.contains { $0 >= 0x41 && $0 <= 0x5A } }) { host = host.lowercased() }
-        let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
-        // One allocation: the URL written into the String's own storage.
-        return TextBuilder.string(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
-            switch scheme {
-            case .http: out.append("http://")
-            case .https: out.append("https://")
-            }
-            out.append(string: host)
-            if let port, port != scheme.defaultPort {
-                out.append(":")
-                out.append(decimal: port)
-            }
-            out.append(string: path)
-        }
+        URLText.make(scheme: scheme, host: host, port: port, path: path).string
     }
 
     /// The `scheme://host[:port]` part of a URL built by `url(scheme:request:)`.
@@ -96,5 +111,90 @@ public struct CacheKey: Sendable, Hashable {
             let values = request.headers.values(name: name)
             return values.isEmpty ? name + "\u{1}" : name + "=" + values.joined(separator: ", ")
         }.joined(separator: "\u{0}")
+    }
+}
+
+/// What request collapsing keys a fill in flight by: its key's 64-bit hash alone, a SipHash
+/// under the process's secret key, so a client cannot make two URLs share one (and two do by
+/// chance once in 2^64). The fill table then neither copies a key in nor compares one out.
+/// Sharing one would only be a wait, never a wrong answer: a waiter looks up its own key
+/// again when the fill ends, and goes upstream when that finds nothing.
+public struct FillID: Hashable, Sendable {
+    let hash: Int
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+    /// As `CacheKey`'s: the hash mixed with the table's seed (MurmurHash3's finalizer).
+    public func _rawHashValue(seed: Int) -> Int {
+        var x = UInt64(bitPattern: Int64(hash ^ seed))
+        x ^= x >> 33
+        x &*= 0xff51_afd7_ed55_8ccd
+        x ^= x >> 33
+        x &*= 0xc4ce_b9fe_1a85_ec53
+        x ^= x >> 33
+        return Int(bitPattern: UInt(x))
+    }
+}
+
+/// A cache key's URL: its UTF-8 bytes and their SipHash, in one block (`ManagedBuffer`).
+final class URLText: ManagedBuffer<URLText.Header, UInt8> {
+    struct Header {
+        var count: Int
+        var hash: UInt64
+    }
+
+    /// Made once and never changed: the bytes and their hash are written before the text is
+    /// shared (which is why `CacheKey` may be `@unchecked Sendable`).
+    static func make(capacity: Int, _ write: (inout TextBuilder) -> Void) -> URLText {
+        let made = unsafeDowncast(URLText.create(minimumCapacity: max(1, capacity)) { _ in Header(count: 0, hash: 0) },
+                                  to: URLText.self)
+        made.withUnsafeMutablePointers { header, bytes in
+            var out = TextBuilder(UnsafeMutableRawBufferPointer(start: bytes, count: capacity))
+            write(&out)
+            header.pointee.count = out.count
+            header.pointee.hash = SipHash.hash(out.written, key: SipHash.processKey)
+        }
+        return made
+    }
+
+    static func make(_ url: String) -> URLText {
+        make(capacity: url.utf8.count) { $0.append(string: url) }
+    }
+
+    /// `scheme://host[:port]path?query`: scheme and host lower-cased, the default port left out.
+    static func make(scheme: Scheme, host: String, port: UInt16?, path: String) -> URLText {
+        let isUpper = { (c: UInt8) in c >= 0x41 && c <= 0x5A }
+        let lower = host.utf8.withContiguousStorageIfAvailable { $0.contains(where: isUpper) } ?? host.utf8.contains(where: isUpper)
+        let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
+        return make(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
+            switch scheme {
+            case .http: out.append("http://")
+            case .https: out.append("https://")
+            }
+            // Lower-cased only when it has upper-case letters.
+            if lower { out.append(string: host.lowercased()) } else { out.append(string: host) }
+            if let port, port != scheme.defaultPort {
+                out.append(":")
+                out.append(decimal: port)
+            }
+            out.append(string: path)
+        }
+    }
+
+    var count: Int { header.count }
+    var hash: UInt64 { header.hash }
+
+    var string: String {
+        withUnsafeMutablePointers { header, bytes in
+            String(decoding: UnsafeBufferPointer(start: bytes, count: header.pointee.count), as: UTF8.self)
+        }
+    }
+
+    func bytesEqual(_ other: URLText) -> Bool {
+        withUnsafeMutablePointers { h, a in
+            other.withUnsafeMutablePointers { oh, b in
+                h.pointee.count == oh.pointee.count && memcmp(a, b, h.pointee.count) == 0
+            }
+        }
     }
 }

@@ -130,10 +130,15 @@ public struct ResponseCache {
         /// The request as sent upstream (`upstreamHeaders`), or nil when that is the client's
         /// own, unchanged (so the caller sends it without a copy).
         public func upstreamRequest(_ client: RequestHead) -> RequestHead? {
-            guard changesHeaders(client.headers) else { return nil }
+            guard let headers = changedHeaders(client.headers) else { return nil }
             var out = client
-            out.headers = upstreamHeaders(client.headers)
+            out.headers = headers
             return out
+        }
+
+        /// `upstreamHeaders`, or nil when they are the client's own, unchanged.
+        public func changedHeaders(_ client: HTTPHeaders) -> HTTPHeaders? {
+            changesHeaders(client) ? upstreamHeaders(client) : nil
         }
 
         private func changesHeaders(_ client: HTTPHeaders) -> Bool {
@@ -218,8 +223,8 @@ public struct ResponseCache {
     private var urls: [CacheKey: URLState] = [:]
     /// The last dates the store read (`Facts`), by their text.
     private var dates = HTTPDateMemo()
-    /// Keys being filled, and how many lookups wait on each.
-    private var fills: [CacheKey: Int] = [:]
+    /// Keys being filled (by `FillID`: their hashes), and how many lookups wait on each.
+    private var fills: [FillID: Int] = [:]
 
     public init(limits: Limits = Limits(), heuristicPercent: Int? = nil) {
         self.limits = limits
@@ -236,11 +241,15 @@ public struct ResponseCache {
     /// What to do with a request for `url` (from `CacheKey.url`). `joinFill: false` for a
     /// request released by a fill that stored nothing: it goes upstream on its own.
     public mutating func lookup(url: String, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
+        lookup(key: CacheKey(url: url), request: request, now: now, joinFill: joinFill)
+    }
+
+    /// `lookup(url:…)` with the URL's key (`CacheKey.of`, no variant) already made.
+    public mutating func lookup(key base: CacheKey, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
         guard request.method == .get || request.method == .head else { return .bypass(CacheStatus(fwd: .method)) }
         guard !request.headers.contains(.range) else { return .bypass(CacheStatus(fwd: .bypass)) }
-        let base = CacheKey(url: url)
         let names = urls.isEmpty ? nil : urls[base]?.vary
-        let key = names.map { CacheKey(url: url, variant: CacheKey.variant(names: $0, request: request)) } ?? base
+        let key = names.map { base.variant(CacheKey.variant(names: $0, request: request)) } ?? base
         let stores = request.method == .get
         let asked = CacheControl(request.headers)
 
@@ -281,12 +290,12 @@ public struct ResponseCache {
         if collapses {
             // One hash and probe: the key's fill counted one more waiter, or registered (0 waiters).
             // (A fill that collapses may always be waited on: `collapses` implies `mayWait`.)
-            if Self.joinOrRegister(&fills[key, default: -1]) {
+            if Self.joinOrRegister(&fills[key.fillID, default: -1]) {
                 counters.collapsed += 1
                 return .wait(key)
             }
-        } else if mayWait, let waiting = fills[key] {
-            fills[key] = waiting + 1
+        } else if mayWait, let waiting = fills[key.fillID] {
+            fills[key.fillID] = waiting + 1
             counters.collapsed += 1
             return .wait(key)
         }
@@ -349,8 +358,8 @@ public struct ResponseCache {
             return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
         }
         let names = response.headers.contains(.vary) ? response.headers.listElements(name: "vary").map { $0.lowercased() } : []
-        let base = fill.key.variant.isEmpty ? fill.key : CacheKey(url: fill.key.url)
-        let key = names.isEmpty ? base : CacheKey(url: base.url, variant: CacheKey.variant(names: names, request: request))
+        let base = fill.key.base
+        let key = names.isEmpty ? base : base.variant(CacheKey.variant(names: names, request: request))
         // The response's facts, read once: the rules, the entry's lifetime and its age use them.
         let facts = Facts(response, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
         if let refusal = Self.refusal(request: request, response: response, facts: facts, checkFields: !fieldsChecked)
@@ -392,7 +401,7 @@ public struct ResponseCache {
 
     private mutating func release(_ fill: Fill) -> Int {
         guard fill.collapses else { return 0 }
-        return fills.removeValue(forKey: fill.key) ?? 0
+        return fills.removeValue(forKey: fill.key.fillID) ?? 0
     }
 
     /// What an entry holds besides its body, its head's field storage and its key's text: the
@@ -405,7 +414,7 @@ public struct ResponseCache {
     /// held), its key's text and `entryOverhead`, so many small entries cannot hold many times
     /// `memory` in the process.
     static func cost(key: CacheKey, head: ResponseHead, body: [UInt8]) -> Int {
-        body.count + head.headers.retainedBytes + head.reason.utf8.count + key.url.utf8.count + key.variant.utf8.count
+        body.count + head.headers.retainedBytes + head.reason.utf8.count + key.text.count + key.variant.utf8.count
             + entryOverhead
     }
 
@@ -415,7 +424,7 @@ public struct ResponseCache {
     private mutating func put(_ key: consuming CacheKey, _ entry: consuming Entry) {
         bytes += entry.bytes
         if !key.variant.isEmpty {
-            let base = CacheKey(url: key.url)
+            let base = key.base
             if urls[base]?.variants.contains(key.variant) == false { urls[base]?.variants.append(key.variant) }
         }
         if let old = entries.updateValue(entry, forKey: key) { bytes -= old.bytes }
@@ -432,7 +441,7 @@ public struct ResponseCache {
     /// Drops a removed variant from its URL's state (a key without a variant has none).
     private mutating func forget(_ key: CacheKey) {
         guard !key.variant.isEmpty else { return }
-        let base = CacheKey(url: key.url)
+        let base = key.base
         guard var state = urls[base] else { return }
         state.variants.removeAll { $0 == key.variant }
         urls[base] = state.variants.isEmpty ? nil : state
@@ -444,7 +453,7 @@ public struct ResponseCache {
     private mutating func removeURL(_ base: CacheKey) -> Int {
         guard let state = urls.removeValue(forKey: base) else { return removeEntry(base) ? 1 : 0 }
         var removed = 0
-        for variant in state.variants where removeEntry(CacheKey(url: base.url, variant: variant)) { removed += 1 }
+        for variant in state.variants where removeEntry(base.variant(variant)) { removed += 1 }
         return removed
     }
 

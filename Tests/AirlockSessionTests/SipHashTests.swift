@@ -1,5 +1,6 @@
 import XCTest
 @testable import AirlockSession
+import AirlockWire
 
 /// `SipHash`, which keys the response cache's tables, against published values.
 final class SipHashTests: XCTestCase {

@@ -1,0 +1,79 @@
+import XCTest
+@testable import AirlockSession
+import AirlockWire
+
+/// `CacheKey`'s URL text (`URLText`): one block of bytes with their hash.
+final class URLTextTests: XCTestCase {
+    func testTextsCompareByTheirBytes() {
+        let a = URLText.make("http://o.test/ab"), same = URLText.make("http://o.test/ab")
+        XCTAssertFalse(a === same)
+        XCTAssertTrue(a.bytesEqual(same))
+        XCTAssertFalse(a.bytesEqual(URLText.make("http://o.test/ac")), "same length, one byte apart")
+        XCTAssertFalse(a.bytesEqual(URLText.make("http://o.test/a")), "a prefix")
+        XCTAssertFalse(URLText.make("").bytesEqual(a))
+        XCTAssertTrue(URLText.make("").bytesEqual(URLText.make("")))
+        XCTAssertEqual(a.string, "http://o.test/ab")
+        XCTAssertEqual(a.count, 16)
+        XCTAssertEqual(a.hash, SipHash.hash("http://o.test/ab"), "the bytes' SipHash under the process's key")
+    }
+
+    func testAKeysVariantsShareItsURLText() {
+        let key = CacheKey(url: "http://o.test/v")
+        let variant = key.variant("accept=x")
+        XCTAssertTrue(variant.text === key.text)
+        XCTAssertEqual(variant.base, key)
+        XCTAssertTrue(variant.base.text === key.text)
+        XCTAssertNotEqual(variant, key)
+        XCTAssertEqual(variant, CacheKey(url: "http://o.test/v", variant: "accept=x"))
+        XCTAssertEqual(variant.url, "http://o.test/v")
+    }
+
+    func testARequestsKeyIsWrittenAsItsURL() throws {
+        for (target, host, port, scheme, url) in [
+            ("/p?q=1", "O.Test", UInt16?.none, Scheme.http, "http://o.test/p?q=1"),
+            ("/", "o.test", 8080, .http, "http://o.test:8080/"),
+            ("/x", "o.test", 443, .https, "https://o.test/x"),
+        ] {
+            let request = RequestHead(method: .get, target: .origin(path: target), host: host, port: port)
+            let key = try XCTUnwrap(CacheKey.of(scheme: scheme, request: request))
+            XCTAssertEqual(key.url, url)
+            XCTAssertEqual(key, CacheKey(url: url))
+            XCTAssertEqual(key.hashValue, CacheKey(url: url).hashValue)
+        }
+    }
+}
+
+/// Request collapsing keys fills by their keys' hashes (`FillID`): two keys sharing one (a
+/// 2^-64 chance; a client cannot aim for it under the secret key) make the second request
+/// wait for the first's fill, and then go on with its own key: never the other's answer.
+final class FillIDTests: XCTestCase {
+    private let t0: Int64 = 1_795_687_200
+
+    func testKeysWhoseHashesCollideWaitButNeverShareAnAnswer() throws {
+        let a = CacheKey(text: URLText.make("http://o.test/a"), variant: "", hash: 42)
+        let b = CacheKey(text: URLText.make("http://o.test/b"), variant: "", hash: 42)
+        XCTAssertNotEqual(a, b, "one hash, two keys")
+        XCTAssertEqual(a.fillID, b.fillID)
+        var cache = ResponseCache()
+        let getA = requestHead("GET /a HTTP/1.1", "Host: o.test"), getB = requestHead("GET /b HTTP/1.1", "Host: o.test")
+        guard case .forward(let fillA) = cache.lookup(key: a, request: getA, now: t0) else { return XCTFail("a: a miss") }
+        guard case .wait(let waited) = cache.lookup(key: b, request: getB, now: t0) else { return XCTFail("b waits for a's fill") }
+        XCTAssertEqual(waited, b, "it waits under its own key")
+        let done = cache.complete(fillA, request: getA,
+                                  response: responseHead("HTTP/1.1 200 OK", "Cache-Control: max-age=60", "Content-Length: 1"),
+                                  body: [0x41], validated: true, now: t0)
+        XCTAssertEqual(done.waiters, 1)
+        // Woken after a store, it looks up again: its own key is not stored, so it goes upstream.
+        guard case .forward(let fillB) = cache.lookup(key: b, request: getB, now: t0) else { return XCTFail("b: its own miss") }
+        XCTAssertEqual(fillB.key, b)
+        guard case .hit(let hitA) = cache.lookup(key: a, request: getA, now: t0) else { return XCTFail("a is stored") }
+        XCTAssertEqual(hitA.body, [0x41])
+        _ = cache.complete(fillB, request: getB,
+                           response: responseHead("HTTP/1.1 200 OK", "Cache-Control: max-age=60", "Content-Length: 1"),
+                           body: [0x42], validated: true, now: t0)
+        guard case .hit(let hitB) = cache.lookup(key: b, request: getB, now: t0) else { return XCTFail("b is stored") }
+        XCTAssertEqual(hitB.body, [0x42], "each key its own answer")
+        XCTAssertEqual(cache.count, 2)
+        XCTAssertEqual(cache.fillsInFlight, 0)
+    }
+}
