@@ -163,16 +163,20 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
 
     /// `scheme://host[:port]path?query`: scheme and host lower-cased, the default port left out.
     static func make(scheme: Scheme, host: String, port: UInt16?, path: String) -> URLText {
+        // Lower-cased only when it has upper-case letters (`lowercased()` always makes a new
+        // string), and before its length is counted.
         let isUpper = { (c: UInt8) in c >= 0x41 && c <= 0x5A }
-        let lower = host.utf8.withContiguousStorageIfAvailable { $0.contains(where: isUpper) } ?? host.utf8.contains(where: isUpper)
+        var host = host
+        if host.utf8.withContiguousStorageIfAvailable({ $0.contains(where: isUpper) }) ?? host.utf8.contains(where: isUpper) {
+            host = host.lowercased()
+        }
         let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
         return make(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
             switch scheme {
             case .http: out.append("http://")
             case .https: out.append("https://")
             }
-            // Lower-cased only when it has upper-case letters.
-            if lower { out.append(string: host.lowercased()) } else { out.append(string: host) }
+            out.append(string: host)
             if let port, port != scheme.defaultPort {
                 out.append(":")
                 out.append(decimal: port)

@@ -40,6 +40,10 @@ final class URLTextTests: XCTestCase {
             XCTAssertEqual(key, CacheKey(url: url))
             XCTAssertEqual(key.hashValue, CacheKey(url: url).hashValue)
         }
+        // A host whose lower-casing is longer than itself (U+0130, 2 bytes, becomes 3): the
+        // text is counted after lower-casing (counted before, the write overran its capacity).
+        let wide = RequestHead(method: .get, target: .origin(path: "/"), host: "A\u{130}.test")
+        XCTAssertEqual(CacheKey.of(scheme: .http, request: wide)?.url, "http://" + "A\u{130}.test".lowercased() + "/")
     }
 }
 
