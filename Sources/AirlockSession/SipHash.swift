@@ -47,28 +47,22 @@ public enum SipHash {
         var v3 = key.1 ^ 0x7465_6462_7974_6573
         let count = bytes.count
         var last = UInt64(truncatingIfNeeded: count) << 56
-        guard let base = bytes.baseAddress else {
-            v3 ^= last
-            for _ in 0..<compression { round(&v0, &v1, &v2, &v3) }
-            v0 ^= last
-            v2 ^= 0xff
-            for _ in 0..<finalization { round(&v0, &v1, &v2, &v3) }
-            return v0 ^ v1 ^ v2 ^ v3
-        }
-        let whole = count & ~7
-        var at = 0
-        while at < whole {
-            let m = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: at, as: UInt64.self))
-            v3 ^= m
-            for _ in 0..<compression { round(&v0, &v1, &v2, &v3) }
-            v0 ^= m
-            at &+= 8
-        }
-        var shift: UInt64 = 0
-        while at < count {
-            last |= UInt64(base.load(fromByteOffset: at, as: UInt8.self)) << shift
-            shift &+= 8
-            at &+= 1
+        if let base = bytes.baseAddress {   // (nil only when empty)
+            let whole = count & ~7
+            var at = 0
+            while at < whole {
+                let m = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+                v3 ^= m
+                for _ in 0..<compression { round(&v0, &v1, &v2, &v3) }
+                v0 ^= m
+                at &+= 8
+            }
+            var shift: UInt64 = 0
+            while at < count {
+                last |= UInt64(base.load(fromByteOffset: at, as: UInt8.self)) << shift
+                shift &+= 8
+                at &+= 1
+            }
         }
         v3 ^= last
         for _ in 0..<compression { round(&v0, &v1, &v2, &v3) }
