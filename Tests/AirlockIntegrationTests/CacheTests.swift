@@ -60,6 +60,39 @@ final class CacheTests: XCTestCase {
         XCTAssertEqual(o.requests.map(\.target), ["/a"], "one upstream request for all three")
     }
 
+    /// The origin's hop-by-hop fields and its `Age` reach no client, from the origin or from
+    /// memory: a stored head keeps them as they came (RFC 9111 3.1 lets a cache remove them
+    /// before forwarding rather than before storage), and a served one drops them; a
+    /// `Connection` naming a field makes the store copy the head without it.
+    func testHopByHopFieldsAndAgeFromTheOriginReachNoClient() throws {
+        let (o, a, _) = try start { r in
+            var h: [(String, String)] = [("Cache-Control", "max-age=600"), ("Keep-Alive", "timeout=5, max=100"),
+                                         ("Proxy-Connection", "keep-alive"), ("Age", "7"), ("X-Kept", "yes")]
+            if r.target == "/named" { h += [("Connection", "X-Hop"), ("X-Hop", "secret")] }
+            return TestResponse(headers: h, body: .bytes(Array("stored body".utf8)))
+        }
+        for path in ["/plain", "/named"] {
+            let miss = try get(a, path), hit = try get(a, path), head = try get(a, path, method: "HEAD")
+            XCTAssertTrue(miss.header("Cache-Status")?.contains("fwd=uri-miss") == true, "\(path): \(miss.header("Cache-Status") ?? "")")
+            XCTAssertTrue(hit.header("Cache-Status")?.hasPrefix("Airlock; hit") == true, "\(path): \(hit.header("Cache-Status") ?? "")")
+            for r in [miss, hit, head] {
+                XCTAssertEqual(r.status, 200)
+                XCTAssertNil(r.header("Keep-Alive"), path)
+                XCTAssertNil(r.header("Proxy-Connection"), path)
+                XCTAssertNil(r.header("X-Hop"), path)
+                XCTAssertNil(r.header("Connection"), "\(path): HTTP/1.1 keep-alive needs none")
+                XCTAssertEqual(r.header("X-Kept"), "yes", path)
+            }
+            XCTAssertEqual(hit.bodyString, "stored body")
+            XCTAssertEqual(hit.headers(named: "Age").count, 1, "\(path): one Age, the cache's")
+            XCTAssertGreaterThanOrEqual(Int(hit.header("Age") ?? "") ?? -1, 7, "\(path): the origin's Age counted in it")
+            XCTAssertEqual(hit.headers(named: "Content-Length"), ["11"], path)
+            XCTAssertEqual(head.headers(named: "Content-Length"), ["11"], "\(path): HEAD from the stored GET")
+            XCTAssertTrue(head.body.isEmpty)
+        }
+        XCTAssertEqual(o.requests.map(\.target), ["/plain", "/named"], "each fetched once")
+    }
+
     /// What a shared cache must not keep: each is fetched again.
     func testResponsesAndRequestsThatMustNotBeStoredAreNot() throws {
         let (o, a, _) = try start { r in
