@@ -134,7 +134,7 @@ public struct Reachability: Sendable, Equatable {
                 return nil
             }
             failed(why, now: now)
-            // One reset or timeout is not enough while reachable; while unreachable (a trial
+            // One connect timeout is not enough while reachable; while unreachable (a trial
             // failed, say) the circuit opens again at once.
             guard consecutiveFailures >= Self.passiveFailureThreshold || state == .unreachable else { return nil }
             return open(now: now, reason: "\(consecutiveFailures) failures in a row: \(why)")
