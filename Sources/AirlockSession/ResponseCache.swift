@@ -50,23 +50,39 @@ public struct ResponseCache {
         public init() {}
     }
 
-    /// One stored response.
-    public struct Entry: Sendable {
+    /// One stored response. A class: the table's slot holds a reference (a 137-byte value
+    /// was moved in and out of it with `memcpy`, and a purge destroyed it field by field
+    /// through the generic value witnesses), and a 304 replaces the entry with a new one.
+    /// Only its hit count changes once stored, on the loop of the worker that owns the cache.
+    public final class Entry: @unchecked Sendable {
         /// The stored head: `Content-Length` of `body` (once), its other fields as received,
         /// or without the hop-by-hop ones (`storedHead`); `served` drops what is not forwarded.
-        public var head: ResponseHead
-        public var body: [UInt8]
-        public var requestTime: Int64
-        public var responseTime: Int64
+        public let head: ResponseHead
+        public let body: [UInt8]
+        public let requestTime: Int64
+        public let responseTime: Int64
         /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
-        public var initialAge: Int64
+        public let initialAge: Int64
         /// Freshness lifetime (4.2.1), computed when stored or freshened.
-        public var lifetime: Int64
+        public let lifetime: Int64
         /// The response said `no-cache`: never served without revalidation.
-        public var alwaysRevalidate: Bool
-        public var hits = 0
+        public let alwaysRevalidate: Bool
+        public var hits: Int
         /// Bytes counted against `memory`: the body and the head's fields.
-        public var bytes: Int
+        public let bytes: Int
+
+        init(head: consuming ResponseHead, body: consuming [UInt8], requestTime: Int64, responseTime: Int64, initialAge: Int64,
+             lifetime: Int64, alwaysRevalidate: Bool, hits: Int = 0, bytes: Int) {
+            self.head = head
+            self.body = body
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+            self.initialAge = initialAge
+            self.lifetime = lifetime
+            self.alwaysRevalidate = alwaysRevalidate
+            self.hits = hits
+            self.bytes = bytes
+        }
 
         /// `current_age` at `now`.
         public func age(now: Int64) -> Int64 { initialAge + max(0, now - responseTime) }
@@ -271,7 +287,8 @@ public struct ResponseCache {
         if lifetime > age && !requestForces && !responseForces {
             counters.hits += 1
             counters.hitBytes += entry.body.count
-            entries.update(key, default: { entry }) { $0.hits += 1 }   // and the most recently used
+            _ = entries.get(key)   // the most recently used
+            entry.hits += 1
             return .hit(Hit(head: Self.served(entry.head, age: age), body: entry.body,
                             status: CacheStatus(hit: true, ttl: lifetime - age),
                             notModified: Self.notModified(request: request, stored: entry.head)))
@@ -342,14 +359,13 @@ public struct ResponseCache {
                 status.detail = .refused(.notModifiedMismatch)
                 return Completion(outcome: .notStored(.notModifiedMismatch), status: status, waiters: waiters)
             }
-            var fresh = entry
-            fresh.head.headers = Self.freshened(entry.head.headers, with: response.headers)
-            fresh.requestTime = fill.requestTime
-            fresh.responseTime = now
-            fresh.initialAge = Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now)
-            let facts = Facts(fresh.head, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
-            fresh.lifetime = facts.lifetime
-            fresh.alwaysRevalidate = facts.control.noCache
+            var head = entry.head
+            head.headers = Self.freshened(entry.head.headers, with: response.headers)
+            let facts = Facts(head, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
+            let fresh = Entry(head: head, body: entry.body, requestTime: fill.requestTime, responseTime: now,
+                              initialAge: Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now),
+                              lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache, hits: entry.hits,
+                              bytes: entry.bytes)
             put(fill.key, fresh)
             counters.refreshed += 1
             let notModified = Self.notModified(request: request, stored: fresh.head)
