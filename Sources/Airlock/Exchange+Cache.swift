@@ -13,11 +13,6 @@ final class CacheState {
     let routeCache: RouteCache
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
-    /// The fill's request fields: the client's, with the stored response's validators; nil
-    /// when the client's own go upstream unchanged (a miss without a conditional of its own).
-    /// The fields only, not a whole request head (134 bytes, copied with `memcpy` whenever
-    /// the state was made, read or freed).
-    var requestHeaders: HTTPHeaders?
     /// The upstream's head as it came (stored without Airlock's own fields).
     var upstreamHead: ResponseHead?
     /// The body copied while it is relayed, for the store; `teeing` stops past `max_object`.
@@ -65,12 +60,6 @@ extension Exchange {
         case .forward(let fill):
             state.fill = fill
             state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
-            // nil: the client's head goes as it is (left nil when it is: no old value to destroy).
-            if let changed = fill.changedHeaders(request.headers) {
-                state.requestHeaders = changed
-            } else if state.requestHeaders != nil {
-                state.requestHeaders = nil
-            }
             return false
         case .wait(let key):
             state.collapsed = true

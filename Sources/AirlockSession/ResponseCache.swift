@@ -146,15 +146,10 @@ public struct ResponseCache {
         /// The request as sent upstream (`upstreamHeaders`), or nil when that is the client's
         /// own, unchanged (so the caller sends it without a copy).
         public func upstreamRequest(_ client: RequestHead) -> RequestHead? {
-            guard let headers = changedHeaders(client.headers) else { return nil }
+            guard changesHeaders(client.headers) else { return nil }
             var out = client
-            out.headers = headers
+            out.headers = upstreamHeaders(client.headers)
             return out
-        }
-
-        /// `upstreamHeaders`, or nil when they are the client's own, unchanged.
-        public func changedHeaders(_ client: HTTPHeaders) -> HTTPHeaders? {
-            changesHeaders(client) ? upstreamHeaders(client) : nil
         }
 
         private func changesHeaders(_ client: HTTPHeaders) -> Bool {

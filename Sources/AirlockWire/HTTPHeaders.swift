@@ -358,8 +358,7 @@ public struct HTTPHeaders: Sendable, Equatable {
     /// Removes every field whose kind is in `dropped`, keeping the storage: the entries are
     /// rebuilt (exactly as many as are kept) and the storage is left as it is (the dropped
     /// fields' bytes stay in it, unreferenced), so the storage is not copied when it is shared
-    /// (a stored response's head shares it with the head that was relayed). For heads kept a
-    /// long time, `retainedBytes` counts them.
+    /// (a head served from the response cache shares it with the stored one).
     /// `reservingEntries`: room for as many more fields, appended next.
     public mutating func removeAll(keepingStorage dropped: KnownField.Set, reservingEntries room: Int = 0) {
         guard knownFields & dropped.bits != 0 else { return }
