@@ -15,7 +15,7 @@ public struct CacheKey: @unchecked Sendable, Hashable {   // (`text` is written 
     /// each time was the miss path's largest cost (perf: `Hasher.combine` 10 %, with retains).
     /// SipHash-1-3 under the process's random key, as `Hasher` would make it, for a third of
     /// its instructions (`SipHash`).
-    private let hash: Int
+    let hash: Int
 
     public init(url: String, variant: String = "") {
         self.init(text: URLText.make(url), variant: variant)
@@ -192,6 +192,16 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
         withUnsafeMutablePointers { header, bytes in
             String(decoding: UnsafeBufferPointer(start: bytes, count: header.pointee.count), as: UTF8.self)
         }
+    }
+
+    /// Copies the bytes to `out` (`count` bytes).
+    func copyBytes(to out: UnsafeMutableRawPointer) {
+        withUnsafeMutablePointers { header, bytes in out.copyMemory(from: bytes, byteCount: header.pointee.count) }
+    }
+
+    /// Whether the `count` bytes at `other` are these.
+    func bytesEqual(_ other: UnsafeRawPointer) -> Bool {
+        withUnsafeMutablePointers { header, bytes in memcmp(bytes, other, header.pointee.count) == 0 }
     }
 
     func bytesEqual(_ other: URLText) -> Bool {

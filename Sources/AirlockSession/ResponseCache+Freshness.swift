@@ -251,16 +251,13 @@ extension ResponseCache {
     /// an `Age` then stay in the entry, and `served` leaves them out of every head it serves:
     /// RFC 9111 3.1 has them removed before forwarding, which "MAY be implemented by doing so
     /// before storage". Otherwise (a `Connection` naming other fields, chunked framing, no or
-    /// another length, a storage much larger than its fields) the head keeps `storableFields`
-    /// and the body's length, copied.
+    /// another length) the head keeps `storableFields` and the body's length.
     static func storedHead(_ head: inout ResponseHead, bodyCount: Int, hasBody: Bool) {
         let h = head.headers
-        // A parsed head's storage holds its field lines (": " and CRLF included); one with
-        // much more room than that (grown for a larger head before) is copied rather than
-        // kept for the entry's lifetime.
+        // (Its fields are copied into the entry's block either way: the parse's storage, with
+        // whatever room it has, is not kept.)
         let asItCame = !h.contains(.transferEncoding)
             && (hasBody ? h.hasSoleDecimal(.contentLength, bodyCount) : !h.contains(.contentLength))
-            && h.storageCapacity <= 2 * h.storageCount + 128
         let connection = HopByHop.connectionTokens(h)
         if !(asItCame && connection.isEmpty) {
             head.headers = storableFields(h, connectionTokens: connection)

@@ -50,44 +50,6 @@ public struct ResponseCache {
         public init() {}
     }
 
-    /// One stored response. A class: the table's slot holds a reference (a 137-byte value
-    /// was moved in and out of it with `memcpy`, and a purge destroyed it field by field
-    /// through the generic value witnesses), and a 304 replaces the entry with a new one.
-    /// Only its hit count changes once stored, on the loop of the worker that owns the cache.
-    public final class Entry: @unchecked Sendable {
-        /// The stored head: `Content-Length` of `body` (once), its other fields as received,
-        /// or without the hop-by-hop ones (`storedHead`); `served` drops what is not forwarded.
-        public let head: ResponseHead
-        public let body: [UInt8]
-        public let requestTime: Int64
-        public let responseTime: Int64
-        /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
-        public let initialAge: Int64
-        /// Freshness lifetime (4.2.1), computed when stored or freshened.
-        public let lifetime: Int64
-        /// The response said `no-cache`: never served without revalidation.
-        public let alwaysRevalidate: Bool
-        public var hits: Int
-        /// Bytes counted against `memory`: the body and the head's fields.
-        public let bytes: Int
-
-        init(head: consuming ResponseHead, body: consuming [UInt8], requestTime: Int64, responseTime: Int64, initialAge: Int64,
-             lifetime: Int64, alwaysRevalidate: Bool, hits: Int = 0, bytes: Int) {
-            self.head = head
-            self.body = body
-            self.requestTime = requestTime
-            self.responseTime = responseTime
-            self.initialAge = initialAge
-            self.lifetime = lifetime
-            self.alwaysRevalidate = alwaysRevalidate
-            self.hits = hits
-            self.bytes = bytes
-        }
-
-        /// `current_age` at `now`.
-        public func age(now: Int64) -> Int64 { initialAge + max(0, now - responseTime) }
-    }
-
     /// A response served from memory.
     /// A class of constants, as `Fill` is: `Lookup` and `Completion`, which may carry one, stay
     /// a few words long (with the head and body inline they were 117 and 169 bytes, copied
@@ -220,9 +182,11 @@ public struct ResponseCache {
     /// A purge to `purgeTo` is under way (it began when the stored bytes passed `memory`).
     public private(set) var purging = false
     /// Emptied tables (`retireAll`) freed a slice per `purgeStep`.
-    private var retired: [BoundedLRU<CacheKey, Entry>] = []
+    private var retired: [BoundedLRU<FillID, Entry>] = []
 
-    private var entries = BoundedLRU<CacheKey, Entry>(capacity: Int.max)
+    /// The entries by their keys' hashes (`FillID`: a 64-bit keyed hash, no text to retain,
+    /// release or compare in the index), each entry confirming its own key (`entry(for:)`).
+    private var entries = BoundedLRU<FillID, Entry>(capacity: Int.max)
     /// Per URL whose stored responses vary: their `Vary` names (lower-case, in order) and the
     /// variants stored, keyed by the URL's key without a variant (`CacheKey(url:)`, hashed once).
     /// A URL stored without `Vary` has one possible key, that one, and no state here: a lookup
@@ -264,7 +228,7 @@ public struct ResponseCache {
         let stores = request.method == .get
         let asked = CacheControl(request.headers)
 
-        guard let entry = entries.peek(key) else {
+        guard let entry = entry(for: key) else {
             counters.misses += 1
             let forward: CacheStatus.Forward = names == nil ? .uriMiss : .varyMiss
             if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: .onlyIfCached)) }
@@ -282,11 +246,13 @@ public struct ResponseCache {
         if lifetime > age && !requestForces && !responseForces {
             counters.hits += 1
             counters.hitBytes += entry.body.count
-            _ = entries.get(key)   // the most recently used
-            entry.hits += 1
-            return .hit(Hit(head: Self.served(entry.head, age: age), body: entry.body,
-                            status: CacheStatus(hit: true, ttl: lifetime - age),
-                            notModified: Self.notModified(request: request, stored: entry.head)))
+            _ = entries.get(key.fillID)   // the most recently used
+            entry.countHit()
+            // The stored head made once, with room for the `Age` a served head gets.
+            let stored = entry.head(reservingBytes: 24, reservingEntries: 1)
+            let notModified = Self.notModified(request: request, stored: stored)
+            return .hit(Hit(head: Self.served(stored, age: age), body: entry.body,
+                            status: CacheStatus(hit: true, ttl: lifetime - age), notModified: notModified))
         }
         let forward: CacheStatus.Forward = lifetime > age && !responseForces ? .request : .stale
         if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: .onlyIfCached)) }
@@ -325,7 +291,7 @@ public struct ResponseCache {
     /// The head as served: the stored one without the fields it may have kept that are not
     /// forwarded (`notServed`: hop-by-hop fields, a received `Age`), and `Age` written afresh.
     /// The copy a served head needs anyway (for its `Age`) is the one that drops them.
-    static func served(_ head: ResponseHead, age: Int64) -> ResponseHead {
+    static func served(_ head: consuming ResponseHead, age: Int64) -> ResponseHead {
         var out = head
         out.headers.removeAll(keepingStorage: notServed, reservingEntries: 1)
         out.headers.append(name: "Age", value: String(age))
@@ -345,7 +311,7 @@ public struct ResponseCache {
         let waiters = release(fill)
         var status = CacheStatus(fwd: fill.forward, fwdStatus: response.status)
         if response.status == 304 && fill.revalidates {
-            guard let entry = entries.peek(fill.key) else {
+            guard let entry = entry(for: fill.key) else {
                 status.detail = .refused(.entryGone)
                 return Completion(outcome: .notStored(.entryGone), status: status, waiters: waiters)
             }
@@ -355,16 +321,22 @@ public struct ResponseCache {
                 return Completion(outcome: .notStored(.notModifiedMismatch), status: status, waiters: waiters)
             }
             var head = entry.head
-            head.headers = Self.freshened(entry.head.headers, with: response.headers)
+            head.headers = Self.freshened(head.headers, with: response.headers)
             let facts = Facts(head, responseTime: now, heuristicPercent: heuristicPercent, dates: &dates)
-            let fresh = Entry(head: head, body: entry.body, requestTime: fill.requestTime, responseTime: now,
-                              initialAge: Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now),
-                              lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache, hits: entry.hits,
-                              bytes: entry.bytes)
-            put(fill.key, fresh)
+            let fresh = Entry.make(key: fill.key, head: head, body: entry.body, requestTime: fill.requestTime, responseTime: now,
+                                   initialAge: Self.initialAge(response.headers, requestTime: fill.requestTime, responseTime: now),
+                                   lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache, hits: entry.hits)
+            // Its fields changed, and so its bytes: bounded as a store's are. One grown past
+            // `max_object` is served this once and no longer kept.
+            if fresh.bytes <= limits.maxObject {
+                put(fill.key, fresh)
+                purgeIfNeeded()
+            } else {
+                removeEntry(fill.key)
+            }
             counters.refreshed += 1
-            let notModified = Self.notModified(request: request, stored: fresh.head)
-            let hit = Hit(head: Self.served(fresh.head, age: fresh.age(now: now)), body: fresh.body, status: status,
+            let notModified = Self.notModified(request: request, stored: head)
+            let hit = Hit(head: Self.served(head, age: fresh.age(now: now)), body: fresh.body, status: status,
                           notModified: notModified)
             return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
         }
@@ -380,12 +352,12 @@ public struct ResponseCache {
         }
         let initialAge = Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now)
         let hasBody = response.status != 204
-        // The stored head is the response itself, moved (not copied), with its fields replaced.
+        // The stored head: the response's, its fields replaced when they must be (copied into
+        // the entry's block either way).
         var head = response
         Self.storedHead(&head, bodyCount: body.count, hasBody: hasBody)
         // The entry's bytes, as it would be stored, against `max_object`.
-        let bytes = Self.cost(key: key, head: head, body: body)
-        guard bytes <= limits.maxObject else {
+        guard Self.cost(key: key, head: head, body: body) <= limits.maxObject else {
             status.detail = .refused(.tooLarge)
             return Completion(outcome: .notStored(.tooLarge), status: status, waiters: waiters)
         }
@@ -396,11 +368,9 @@ public struct ResponseCache {
             removeURL(base)                       // its entries varied otherwise, or not at all
             urls[base] = URLState(vary: names)
         }
-        // What is read of the head is read first: its last use is the entry, which it moves into.
         let notModified = Self.notModified(request: request, stored: head)
-        put(key, Entry(head: head, body: body, requestTime: fill.requestTime, responseTime: now,
-                       initialAge: initialAge, lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache,
-                       bytes: bytes))
+        put(key, Entry.make(key: key, head: head, body: body, requestTime: fill.requestTime, responseTime: now,
+                            initialAge: initialAge, lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache))
         counters.stores += 1
         status.stored = true
         purgeIfNeeded()
@@ -409,6 +379,11 @@ public struct ResponseCache {
 
     /// The fill's upstream request failed (no usable response): its waiters go upstream themselves.
     public mutating func abandon(_ fill: Fill) -> Int { release(fill) }
+
+    private func entry(for key: CacheKey) -> Entry? {
+        guard let e = entries.peek(key.fillID), e.matches(key) else { return nil }
+        return e
+    }
 
     private mutating func release(_ fill: Fill) -> Int {
         guard fill.collapses else { return 0 }
@@ -421,29 +396,32 @@ public struct ResponseCache {
     /// cache): resident memory grew ~1 KiB per entry where the text counted ~200 B.
     public static let entryOverhead = 512
 
-    /// Bytes an entry counts against `memory`: its body, its head's field storage (capacity, as
-    /// held), its key's text and `entryOverhead`, so many small entries cannot hold many times
-    /// `memory` in the process.
+    /// Bytes an entry counts against `memory` (its `bytes`): its body, its block (key, reason
+    /// phrase and the head's fields, `Entry.blockBytes`) and `entryOverhead`, so many small
+    /// entries cannot hold many times `memory` in the process.
     static func cost(key: CacheKey, head: ResponseHead, body: [UInt8]) -> Int {
-        body.count + head.headers.retainedBytes + head.reason.utf8.count + key.text.count + key.variant.utf8.count
-            + entryOverhead
+        body.count + Entry.blockBytes(key: key, head: head) + entryOverhead
     }
 
     // MARK: storage
 
     /// Both moved into the table (read first, then consumed: no copy of the entry's head and body).
-    private mutating func put(_ key: consuming CacheKey, _ entry: consuming Entry) {
+    private mutating func put(_ key: CacheKey, _ entry: consuming Entry) {
         bytes += entry.bytes
         if !key.variant.isEmpty {
             let base = key.base
             if urls[base]?.variants.contains(key.variant) == false { urls[base]?.variants.append(key.variant) }
         }
-        if let old = entries.updateValue(entry, forKey: key) { bytes -= old.bytes }
+        if let old = entries.updateValue(entry, forKey: key.fillID) {
+            bytes -= old.bytes
+            // Another key with the same hash (`FillID`): its entry is replaced, and forgotten.
+            if old.hasVariant && !old.matches(key) { forget(old.key) }
+        }
     }
 
     @discardableResult
     private mutating func removeEntry(_ key: CacheKey) -> Bool {
-        guard let old = entries.remove(key) else { return false }
+        guard entry(for: key) != nil, let old = entries.remove(key.fillID) else { return false }
         bytes -= old.bytes
         forget(key)
         return true
@@ -506,9 +484,9 @@ public struct ResponseCache {
                 guard dropped < extra else { break }
                 dropped += 1
             }
-            guard let (key, entry) = entries.removeLeastRecent() else { break }
+            guard let (_, entry) = entries.removeLeastRecent() else { break }
             bytes -= entry.bytes
-            forget(key)
+            if entry.hasVariant { forget(entry.key) }
             counters.evictions += 1
         }
         purging = bytes > limits.purgeTo
@@ -607,9 +585,9 @@ public struct ResponseCache {
         var rows: [Listing] = []
         rows.reserveCapacity(Swift.min(limit, entries.count))
         guard limit > 0 else { return rows }
-        entries.forEachMostRecent { key, e in
+        entries.forEachMostRecent { _, e in
             let age = e.age(now: now)
-            rows.append(Listing(url: key.url, variant: key.variant, status: e.head.status, bytes: e.bytes, hits: e.hits,
+            rows.append(Listing(url: e.url, variant: e.variant, status: e.status, bytes: e.bytes, hits: e.hits,
                                 age: age, fresh: e.lifetime > age))
             return rows.count < limit
         }

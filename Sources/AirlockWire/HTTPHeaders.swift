@@ -439,3 +439,57 @@ public struct HTTPHeaders: Sendable, Equatable {
         return true
     }
 }
+
+// MARK: compact form
+
+extension HTTPHeaders {
+    /// The size of the compact form's fixed part: the field count, the known-field bits and
+    /// the storage's byte count (a `UInt32` each, padded to 16).
+    private static let compactPrefix = 16
+
+    /// Bytes `writeCompact(to:)` writes: these fields as one flat run of bytes (their entries,
+    /// then their storage), for a store that keeps many heads (AirlockSession's `ResponseCache`
+    /// keeps each entry in one block instead of this value's two arrays).
+    public var compactCount: Int {
+        Self.compactPrefix + entries.count * MemoryLayout<Entry>.stride + storage.count
+    }
+
+    /// Writes the compact form to `out`: `compactCount` bytes, `out` aligned to 4.
+    public func writeCompact(to out: UnsafeMutableRawPointer) {
+        precondition(Int(bitPattern: out) % MemoryLayout<Entry>.alignment == 0, "HTTPHeaders.writeCompact: misaligned")
+        precondition(storage.count <= Int(UInt32.max), "HTTPHeaders.writeCompact: storage too large")
+        out.storeBytes(of: UInt32(entries.count), as: UInt32.self)
+        out.storeBytes(of: knownFields, toByteOffset: 4, as: UInt32.self)
+        out.storeBytes(of: UInt32(storage.count), toByteOffset: 8, as: UInt32.self)
+        out.storeBytes(of: 0, toByteOffset: 12, as: UInt32.self)
+        var at = Self.compactPrefix
+        entries.withUnsafeBytes { e in
+            if let from = e.baseAddress { (out + at).copyMemory(from: from, byteCount: e.count) }
+            at += e.count
+        }
+        storage.withUnsafeBytes { s in
+            if let from = s.baseAddress { (out + at).copyMemory(from: from, byteCount: s.count) }
+        }
+    }
+
+    /// The fields `writeCompact(to:)` wrote at `compact` (in this process: the form is this
+    /// type's own layout, not a wire format), copied into new storage with room for
+    /// `reservingBytes` more bytes and `reservingEntries` more fields, so a caller that appends
+    /// next does not grow them again.
+    public init(compact: UnsafeRawPointer, reservingBytes: Int = 0, reservingEntries: Int = 0) {
+        let count = Int(compact.load(as: UInt32.self))
+        let known = compact.load(fromByteOffset: 4, as: UInt32.self)
+        let bytes = Int(compact.load(fromByteOffset: 8, as: UInt32.self))
+        let entriesAt = compact + Self.compactPrefix
+        var entries: [Entry] = []
+        entries.reserveCapacity(count + reservingEntries)
+        entriesAt.withMemoryRebound(to: Entry.self, capacity: count) { entries.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        var storage: [UInt8] = []
+        storage.reserveCapacity(bytes + reservingBytes)
+        storage.append(contentsOf: UnsafeRawBufferPointer(start: entriesAt + count * MemoryLayout<Entry>.stride, count: bytes))
+        self.init()
+        self.entries = entries
+        self.storage = storage
+        self.knownFields = known
+    }
+}

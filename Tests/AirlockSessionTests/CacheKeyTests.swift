@@ -47,9 +47,10 @@ final class URLTextTests: XCTestCase {
     }
 }
 
-/// Request collapsing keys fills by their keys' hashes (`FillID`): two keys sharing one (a
-/// 2^-64 chance; a client cannot aim for it under the secret key) make the second request
-/// wait for the first's fill, and then go on with its own key: never the other's answer.
+/// Request collapsing keys fills, and the entry table its entries, by their keys' hashes
+/// (`FillID`): two keys sharing one (a 2^-64 chance; a client cannot aim for it under the
+/// secret key) make the second request wait for the first's fill, and then go on with its own
+/// key; the second's store replaces the first's entry. Never the other's answer.
 final class FillIDTests: XCTestCase {
     private let t0: Int64 = 1_795_687_200
 
@@ -72,12 +73,18 @@ final class FillIDTests: XCTestCase {
         XCTAssertEqual(fillB.key, b)
         guard case .hit(let hitA) = cache.lookup(key: a, request: getA, now: t0) else { return XCTFail("a is stored") }
         XCTAssertEqual(hitA.body, [0x41])
+        XCTAssertEqual(cache.remove(url: "http://o.test/b"), 0, "b's URL removes nothing: a's entry is not b's")
         _ = cache.complete(fillB, request: getB,
                            response: responseHead("HTTP/1.1 200 OK", "Cache-Control: max-age=60", "Content-Length: 1"),
                            body: [0x42], validated: true, now: t0)
         guard case .hit(let hitB) = cache.lookup(key: b, request: getB, now: t0) else { return XCTFail("b is stored") }
         XCTAssertEqual(hitB.body, [0x42], "each key its own answer")
-        XCTAssertEqual(cache.count, 2)
+        XCTAssertEqual(cache.count, 1, "b's entry replaced a's (one slot per hash)")
+        XCTAssertEqual(cache.bytes, cache.listing(now: t0).map(\.bytes).reduce(0, +), "a's bytes went with it")
+        XCTAssertEqual(cache.listing(now: t0).map(\.url), ["http://o.test/b"])
+        guard case .forward(let again) = cache.lookup(key: a, request: getA, now: t0) else { return XCTFail("a: a miss, never b's answer") }
+        XCTAssertEqual(again.key, a)
+        _ = cache.abandon(again)
         XCTAssertEqual(cache.fillsInFlight, 0)
     }
 }

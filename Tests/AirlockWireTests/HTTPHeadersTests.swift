@@ -58,6 +58,43 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertFalse(twice.hasSoleDecimal(.contentLength, 0), "two fields")
     }
 
+    /// The compact form (a cache entry's copy of a head's fields) gives the same fields back:
+    /// names, values, order, duplicates and the known-field bits, also after fields were
+    /// dropped with their bytes left in the storage, and the room asked for.
+    func testTheCompactFormGivesTheSameFieldsBack() throws {
+        var headers = HTTPHeaders()
+        headers.append(name: "Connection", value: "keep-alive")
+        headers.append(name: "Content-Length", value: "120")
+        headers.append(name: "ETag", value: "\"v1\"")
+        headers.append(name: "X-Dup", value: "a")
+        headers.append(name: "x-dup", value: "b")
+        headers.append(name: "Age", value: "7")
+        headers.removeAll(keepingStorage: KnownField.Set(.connection, .age))   // their bytes stay, unreferenced
+        for source in [headers, HTTPHeaders()] {
+            let size = source.compactCount
+            let block = UnsafeMutableRawPointer.allocate(byteCount: size + 8, alignment: 8)
+            defer { block.deallocate() }
+            source.writeCompact(to: block)
+            let copy = HTTPHeaders(compact: block, reservingBytes: 40, reservingEntries: 2)
+            XCTAssertEqual(copy, source)
+            XCTAssertEqual((0..<copy.count).map { copy.name(at: $0) }, (0..<source.count).map { source.name(at: $0) })
+            XCTAssertEqual((0..<copy.count).map { copy.known(at: $0) }, (0..<source.count).map { source.known(at: $0) })
+            XCTAssertGreaterThanOrEqual(copy.storageCapacity, source.storageCount + 40)
+        }
+        let size = headers.compactCount
+        let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { block.deallocate() }
+        headers.writeCompact(to: block)
+        let copy = HTTPHeaders(compact: block)
+        XCTAssertEqual(copy.count, 4)
+        XCTAssertEqual(copy.first(.contentLength), "120")
+        XCTAssertTrue(copy.contains(.etag), "the known-field bits come back")
+        XCTAssertFalse(copy.contains(.connection))
+        XCTAssertFalse(copy.contains(.age))
+        XCTAssertEqual(copy.values(name: "x-dup"), ["a", "b"])
+        XCTAssertTrue(copy.hasSoleDecimal(.contentLength, 120))
+    }
+
     func testValuesAndTokens() {
         var headers = HTTPHeaders()
         headers.append(name: "Connection", value: "Keep-Alive, ,X-A")

@@ -1,0 +1,152 @@
+public import AirlockWire
+import Glibc
+
+extension ResponseCache {
+    /// What an entry knows besides its bytes (`Entry`'s header).
+    public struct EntryHeader {
+        /// Its key's hash (`CacheKey.hash`): a lookup's first comparison.
+        let hash: Int
+        let textCount: Int32
+        let variantCount: Int32
+        let reasonCount: Int32
+        /// Where the head's fields (`HTTPHeaders`' compact form) begin in the block, 8-aligned.
+        let fieldsAt: Int32
+        let status: Int
+        let version: HTTPVersion
+        let declaredFraming: BodyFraming
+        let body: [UInt8]
+        let requestTime: Int64
+        let responseTime: Int64
+        /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
+        let initialAge: Int64
+        /// Freshness lifetime (4.2.1), computed when stored or freshened.
+        let lifetime: Int64
+        /// The response said `no-cache`: never served without revalidation.
+        let alwaysRevalidate: Bool
+        var hits: Int
+        /// Bytes counted against `memory`.
+        let bytes: Int
+    }
+
+    /// One stored response, its key and its head in one block (the body beside it, shared
+    /// with the hits that serve it): the key's text, the variant, the reason phrase and the
+    /// head's fields in `HTTPHeaders`' compact form, copied in when stored.
+    ///
+    /// One block, because an entry's cost is its memory more than its instructions: with the
+    /// head and key kept as they came (the parse's two arrays, the key's text: four objects
+    /// beside the entry and the body), a store kept ~16 cache lines in five blocks written
+    /// cold, each purge released six objects (a locked instruction each, stalled behind the
+    /// store's cold writes) and freed five blocks, and every miss's next parse allocated new
+    /// arrays because the stored head held the recycled ones. The head is made again when a
+    /// hit or a revalidation reads it (a hit copied the stored head for its `Age` anyway).
+    ///
+    /// Immutable once made but for its hit count (a 304 makes a new entry); used on the loop
+    /// of the worker that owns the cache.
+    public final class Entry: ManagedBuffer<EntryHeader, UInt8> {
+        /// An entry of `key`'s response (`head`, `body`) with these facts; its `bytes` are the
+        /// block's, the body's and `entryOverhead`.
+        static func make(key: CacheKey, head: ResponseHead, body: [UInt8], requestTime: Int64, responseTime: Int64,
+                         initialAge: Int64, lifetime: Int64, alwaysRevalidate: Bool, hits: Int = 0) -> Entry {
+            let text = key.text.count
+            let variant = key.variant.utf8.count
+            let reason = head.reason.utf8.count
+            let fieldsAt = fieldsOffset(key: key, head: head)
+            let capacity = blockBytes(key: key, head: head)
+            let made = unsafeDowncast(Entry.create(minimumCapacity: capacity) { block in
+                EntryHeader(hash: key.hash, textCount: Int32(text), variantCount: Int32(variant), reasonCount: Int32(reason),
+                            fieldsAt: Int32(fieldsAt), status: head.status, version: head.version,
+                            declaredFraming: head.declaredFraming, body: body, requestTime: requestTime,
+                            responseTime: responseTime, initialAge: initialAge, lifetime: lifetime,
+                            alwaysRevalidate: alwaysRevalidate, hits: hits,
+                            bytes: capacity + body.count + ResponseCache.entryOverhead)
+            }, to: Entry.self)
+            made.withUnsafeMutablePointerToElements { p in
+                let raw = UnsafeMutableRawPointer(p)
+                key.text.copyBytes(to: raw)
+                var variantText = key.variant
+                variantText.withUTF8 { if let from = $0.baseAddress { (raw + text).copyMemory(from: from, byteCount: variant) } }
+                var reasonText = head.reason
+                reasonText.withUTF8 { if let from = $0.baseAddress { (raw + text + variant).copyMemory(from: from, byteCount: reason) } }
+                head.headers.writeCompact(to: raw + fieldsAt)
+            }
+            return made
+        }
+
+        /// Where the head's fields begin in the block: after the key's text, the variant and
+        /// the reason phrase, 8-aligned.
+        private static func fieldsOffset(key: CacheKey, head: ResponseHead) -> Int {
+            (key.text.count + key.variant.utf8.count + head.reason.utf8.count + 7) & ~7
+        }
+
+        /// The block's bytes for `key`'s entry of `head` (asked of the allocator; its rounding
+        /// is part of `entryOverhead`).
+        static func blockBytes(key: CacheKey, head: ResponseHead) -> Int {
+            fieldsOffset(key: key, head: head) + head.headers.compactCount
+        }
+
+        public var body: [UInt8] { header.body }
+        public var status: Int { header.status }
+        public var requestTime: Int64 { header.requestTime }
+        public var responseTime: Int64 { header.responseTime }
+        public var initialAge: Int64 { header.initialAge }
+        public var lifetime: Int64 { header.lifetime }
+        public var alwaysRevalidate: Bool { header.alwaysRevalidate }
+        public var hits: Int { header.hits }
+        public var bytes: Int { header.bytes }
+
+        func countHit() { header.hits += 1 }
+
+        /// The stored head (made anew from the block).
+        public var head: ResponseHead { head() }
+
+        /// The stored head, its fields with room for `reservingBytes` more bytes and
+        /// `reservingEntries` more fields (a served head's `Age`).
+        func head(reservingBytes: Int = 0, reservingEntries: Int = 0) -> ResponseHead {
+            withUnsafeMutablePointers { h, p in
+                let raw = UnsafeRawPointer(p)
+                let h = h.pointee
+                let reason = String(decoding: UnsafeRawBufferPointer(start: raw + Int(h.textCount + h.variantCount),
+                                                                     count: Int(h.reasonCount)), as: UTF8.self)
+                return ResponseHead(version: h.version, status: h.status, reason: reason,
+                                    headers: HTTPHeaders(compact: raw + Int(h.fieldsAt), reservingBytes: reservingBytes,
+                                                         reservingEntries: reservingEntries),
+                                    keepAlive: true, declaredFraming: h.declaredFraming)
+            }
+        }
+
+        /// `current_age` at `now`.
+        public func age(now: Int64) -> Int64 { initialAge + max(0, now - responseTime) }
+
+        /// Whether this is `key`'s entry: the table is indexed by the keys' 64-bit hashes
+        /// (`FillID`), so a lookup confirms the text (two keys share a hash once in 2^64, or
+        /// when a test makes them).
+        func matches(_ key: CacheKey) -> Bool {
+            guard header.hash == key.hash, Int(header.textCount) == key.text.count,
+                  Int(header.variantCount) == key.variant.utf8.count else { return false }
+            return withUnsafeMutablePointerToElements { p in
+                key.text.bytesEqual(UnsafeRawPointer(p)) && (header.variantCount == 0 || {
+                    var v = key.variant
+                    return v.withUTF8 { memcmp(p + Int(header.textCount), $0.baseAddress!, $0.count) == 0 }
+                }())
+            }
+        }
+
+        /// It was stored for a request whose response varied (`Vary`).
+        var hasVariant: Bool { header.variantCount > 0 }
+
+        /// The stored key's URL.
+        public var url: String {
+            withUnsafeMutablePointerToElements { String(decoding: UnsafeBufferPointer(start: $0, count: Int(header.textCount)), as: UTF8.self) }
+        }
+
+        /// The stored key's variant ("" without `Vary`).
+        public var variant: String {
+            withUnsafeMutablePointerToElements {
+                String(decoding: UnsafeBufferPointer(start: $0 + Int(header.textCount), count: Int(header.variantCount)), as: UTF8.self)
+            }
+        }
+
+        /// The stored key (made anew: its text copied out of the block).
+        var key: CacheKey { CacheKey(url: url, variant: variant) }
+    }
+}
