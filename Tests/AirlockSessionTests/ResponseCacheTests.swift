@@ -232,6 +232,31 @@ final class ResponseCacheTests: XCTestCase {
 
     private let lastModified = "Last-Modified: Thu, 26 Nov 2026 09:00:00 GMT"
 
+    /// A 304's fields count: the freshened entry's bytes are recounted, bounded by `max_object`
+    /// (one grown past it is served this once and dropped) and by `memory` (a refresh purges).
+    func testA304ThatGrowsAnEntryIsBoundedLikeAStore() throws {
+        var cache = ResponseCache(limits: .init(memory: 4_000, purgeTo: 3_000, maxObject: 2_000))
+        fill(&cache, get(), ok(date0, "Cache-Control: max-age=10", "ETag: \"v1\""), body: [UInt8](repeating: 1, count: 1_000),
+             at: t0)
+        let before = try XCTUnwrap(cache.listing(now: t0).first).bytes
+        func revalidate(_ name: String, adding extra: Int, at now: Int64) throws -> ResponseCache.Completion {
+            let f = try XCTUnwrap(forward(cache.lookup(url: url, request: get(), now: now)))
+            let notModified = responseHead("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nCache-Control: max-age=10\r\n"
+                                           + name + ": " + String(repeating: "p", count: extra))
+            return cache.complete(f, request: get(), response: notModified, body: [], validated: true, now: now)
+        }
+        guard case .refreshed = try revalidate("X-Pad", adding: 100, at: t0 + 20).outcome else { return XCTFail("a small 304: refreshed") }
+        let grown = try XCTUnwrap(cache.listing(now: t0 + 20).first).bytes
+        XCTAssertGreaterThanOrEqual(grown, before + 100, "the 304's field is counted")
+        XCTAssertEqual(cache.bytes, grown)
+        let done = try revalidate("X-More", adding: 2_000 - grown, at: t0 + 40)
+        guard case .refreshed(let served) = done.outcome else { return XCTFail("served this once, got \(done.outcome)") }
+        XCTAssertEqual(served.body.count, 1_000)
+        XCTAssertEqual(cache.count, 0, "grown past max_object: no longer kept")
+        XCTAssertEqual(cache.bytes, 0)
+        XCTAssertEqual(try XCTUnwrap(forward(cache.lookup(url: url, request: get(), now: t0 + 41))).forward, .uriMiss)
+    }
+
     func testStaleEntryIsRevalidatedAndA304FreshensIt() throws {
         var cache = ResponseCache()
         fill(&cache, get(), ok(date0, "Cache-Control: max-age=10", "ETag: \"v1\"", lastModified, "X-Version: 1", "X-Other: a"),
