@@ -181,9 +181,10 @@ extension Exchange {
         clientKeepAlive = machine.clientKeepAlive(requestKeepAlive: request.keepAlive, clientContinues: client.clientContinues)
         writeResponseHead(framing: framing)
         if framing != .none {
-            // Large bodies by reference (no copy into the output); small ones join the head's send.
-            if hit.body.count > 16 * 1024 { clientStream.writeReference(hit.body) } else { clientStream.write(hit.body) }
-            bytesOut += UInt64(hit.body.count)
+            // Large bodies by reference (no copy into the output); small ones, from the entry's
+            // block, join the head's send.
+            if let large = hit.largeBody { clientStream.writeReference(large) } else { hit.withBody { clientStream.write($0) } }
+            bytesOut += UInt64(hit.bodyCount)
         }
         run(machine.responseComplete())
     }

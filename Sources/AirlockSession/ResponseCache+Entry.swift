@@ -14,7 +14,10 @@ extension ResponseCache {
         let status: Int
         let version: HTTPVersion
         let declaredFraming: BodyFraming
-        let body: [UInt8]
+        /// The body when it is larger than `Entry.inlineBodyLimit` (empty otherwise: it is in
+        /// the block, after the fields).
+        let largeBody: [UInt8]
+        let bodyCount: Int
         let requestTime: Int64
         let responseTime: Int64
         /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
@@ -28,9 +31,10 @@ extension ResponseCache {
         let bytes: Int
     }
 
-    /// One stored response, its key and its head in one block (the body beside it, shared
-    /// with the hits that serve it): the key's text, the variant, the reason phrase and the
-    /// head's fields in `HTTPHeaders`' compact form, copied in when stored.
+    /// One stored response in one block: the key's text, the variant, the reason phrase, the
+    /// head's fields in `HTTPHeaders`' compact form and the body, copied in when stored. A body
+    /// over `inlineBodyLimit` stays its own array beside the block, shared with the hits that
+    /// serve it (by reference, uncopied).
     ///
     /// One block, because an entry's cost is its memory more than its instructions: with the
     /// head and key kept as they came (the parse's two arrays, the key's text: four objects
@@ -43,6 +47,10 @@ extension ResponseCache {
     /// Immutable once made but for its hit count (a 304 makes a new entry); used on the loop
     /// of the worker that owns the cache.
     public final class Entry: ManagedBuffer<EntryHeader, UInt8> {
+        /// Bodies up to this size are copied into the block (a hit copies one that small into
+        /// its output anyway); larger ones are kept as they are and written by reference.
+        public static let inlineBodyLimit = 16 * 1024
+
         /// An entry of `key`'s response (`head`, `body`) with these facts; its `bytes` are the
         /// block's, the body's and `entryOverhead`.
         static func make(key: CacheKey, head: ResponseHead, body: [UInt8], requestTime: Int64, responseTime: Int64,
@@ -51,14 +59,17 @@ extension ResponseCache {
             let variant = key.variant.utf8.count
             let reason = head.reason.utf8.count
             let fieldsAt = fieldsOffset(key: key, head: head)
-            let capacity = blockBytes(key: key, head: head)
+            let inline = body.count <= inlineBodyLimit
+            let bodyAt = blockBytes(key: key, head: head)
+            let capacity = bodyAt + (inline ? body.count : 0)
             let made = unsafeDowncast(Entry.create(minimumCapacity: capacity) { block in
                 EntryHeader(hash: key.hash, textCount: Int32(text), variantCount: Int32(variant), reasonCount: Int32(reason),
                             fieldsAt: Int32(fieldsAt), status: head.status, version: head.version,
-                            declaredFraming: head.declaredFraming, body: body, requestTime: requestTime,
+                            declaredFraming: head.declaredFraming, largeBody: inline ? [] : body, bodyCount: body.count,
+                            requestTime: requestTime,
                             responseTime: responseTime, initialAge: initialAge, lifetime: lifetime,
                             alwaysRevalidate: alwaysRevalidate, hits: hits,
-                            bytes: capacity + body.count + ResponseCache.entryOverhead)
+                            bytes: bodyAt + body.count + ResponseCache.entryOverhead)
             }, to: Entry.self)
             made.withUnsafeMutablePointerToElements { p in
                 let raw = UnsafeMutableRawPointer(p)
@@ -68,6 +79,7 @@ extension ResponseCache {
                 var reasonText = head.reason
                 reasonText.withUTF8 { if let from = $0.baseAddress { (raw + text + variant).copyMemory(from: from, byteCount: reason) } }
                 head.headers.writeCompact(to: raw + fieldsAt)
+                if inline { body.withUnsafeBytes { if let from = $0.baseAddress { (raw + bodyAt).copyMemory(from: from, byteCount: $0.count) } } }
             }
             return made
         }
@@ -78,13 +90,29 @@ extension ResponseCache {
             (key.text.count + key.variant.utf8.count + head.reason.utf8.count + 7) & ~7
         }
 
-        /// The block's bytes for `key`'s entry of `head` (asked of the allocator; its rounding
-        /// is part of `entryOverhead`).
+        /// The block's bytes for `key`'s entry of `head` before the body (asked of the
+        /// allocator; its rounding is part of `entryOverhead`).
         static func blockBytes(key: CacheKey, head: ResponseHead) -> Int {
             fieldsOffset(key: key, head: head) + head.headers.compactCount
         }
 
-        public var body: [UInt8] { header.body }
+        /// The body (a copy when it is in the block).
+        public var body: [UInt8] { largeBody ?? withBody { Array($0) } }
+
+        public var bodyCount: Int { header.bodyCount }
+
+        /// The body when it is not in the block (over `inlineBodyLimit`), to write by reference.
+        public var largeBody: [UInt8]? { header.bodyCount > Self.inlineBodyLimit ? header.largeBody : nil }
+
+        /// Calls `body` with the body's bytes, in place.
+        public func withBody<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+            if let large = largeBody { return large.withUnsafeBytes(body) }
+            return withUnsafeMutablePointers { h, p in
+                let fieldsAt = Int(h.pointee.fieldsAt)
+                return body(UnsafeRawBufferPointer(start: UnsafeRawPointer(p) + fieldsAt + HTTPHeaders.compactCount(at: UnsafeRawPointer(p) + fieldsAt),
+                                                   count: h.pointee.bodyCount))
+            }
+        }
         public var status: Int { header.status }
         public var requestTime: Int64 { header.requestTime }
         public var responseTime: Int64 { header.responseTime }

@@ -54,18 +54,27 @@ public struct ResponseCache {
     /// A class of constants, as `Fill` is: `Lookup` and `Completion`, which may carry one, stay
     /// a few words long (with the head and body inline they were 117 and 169 bytes, copied
     /// with `memcpy` at each step of every lookup, a miss's too).
-    public final class Hit: Sendable {
+    public final class Hit: @unchecked Sendable {   // (its entry is immutable but for a counter, on its worker's loop)
         /// The stored head with `Age` set (and `Content-Length` of the body).
         public let head: ResponseHead
-        public let body: [UInt8]
+        /// The entry served: its body is written from it (`withBody`, `largeBody`).
+        let entry: Entry
         public let status: CacheStatus
         /// The client's own conditional (`If-None-Match`, else `If-Modified-Since`) holds for
         /// it: answer `notModifiedHead(head)` instead (RFC 9111 4.3.2).
         public let notModified: Bool
 
-        init(head: ResponseHead, body: [UInt8], status: CacheStatus, notModified: Bool) {
+        /// The body (a copy, when it is in the entry's block).
+        public var body: [UInt8] { entry.body }
+        public var bodyCount: Int { entry.bodyCount }
+        /// A body too large for the entry's block, to write by reference; nil: `withBody`.
+        public var largeBody: [UInt8]? { entry.largeBody }
+        /// Calls `body` with the body's bytes, in place.
+        public func withBody<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { entry.withBody(body) }
+
+        init(head: ResponseHead, entry: Entry, status: CacheStatus, notModified: Bool) {
             self.head = head
-            self.body = body
+            self.entry = entry
             self.status = status
             self.notModified = notModified
         }
@@ -245,13 +254,13 @@ public struct ResponseCache {
         let responseForces = entry.alwaysRevalidate
         if lifetime > age && !requestForces && !responseForces {
             counters.hits += 1
-            counters.hitBytes += entry.body.count
+            counters.hitBytes += entry.bodyCount
             _ = entries.get(key.fillID)   // the most recently used
             entry.countHit()
             // The stored head made once, with room for the `Age` a served head gets.
             let stored = entry.head(reservingBytes: 24, reservingEntries: 1)
             let notModified = Self.notModified(request: request, stored: stored)
-            return .hit(Hit(head: Self.served(stored, age: age), body: entry.body,
+            return .hit(Hit(head: Self.served(stored, age: age), entry: entry,
                             status: CacheStatus(hit: true, ttl: lifetime - age), notModified: notModified))
         }
         let forward: CacheStatus.Forward = lifetime > age && !responseForces ? .request : .stale
@@ -336,7 +345,7 @@ public struct ResponseCache {
             }
             counters.refreshed += 1
             let notModified = Self.notModified(request: request, stored: head)
-            let hit = Hit(head: Self.served(head, age: fresh.age(now: now)), body: fresh.body, status: status,
+            let hit = Hit(head: Self.served(head, age: fresh.age(now: now)), entry: fresh, status: status,
                           notModified: notModified)
             return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
         }

@@ -454,6 +454,12 @@ extension HTTPHeaders {
         Self.compactPrefix + entries.count * MemoryLayout<Entry>.stride + storage.count
     }
 
+    /// The `compactCount` of the fields whose compact form is at `compact`.
+    public static func compactCount(at compact: UnsafeRawPointer) -> Int {
+        compactPrefix + Int(compact.load(as: UInt32.self)) * MemoryLayout<Entry>.stride
+            + Int(compact.load(fromByteOffset: 8, as: UInt32.self))
+    }
+
     /// Writes the compact form to `out`: `compactCount` bytes, `out` aligned to 4.
     public func writeCompact(to out: UnsafeMutableRawPointer) {
         precondition(Int(bitPattern: out) % MemoryLayout<Entry>.alignment == 0, "HTTPHeaders.writeCompact: misaligned")

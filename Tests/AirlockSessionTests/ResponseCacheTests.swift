@@ -232,6 +232,33 @@ final class ResponseCacheTests: XCTestCase {
 
     private let lastModified = "Last-Modified: Thu, 26 Nov 2026 09:00:00 GMT"
 
+    /// Bodies up to `inlineBodyLimit` live in the entry's block (after its key, reason and
+    /// fields), larger ones beside it: each served byte for byte either way, also after a 304
+    /// made the entry again, and with fields of several sizes before it.
+    func testBodiesInAndBesideTheEntrysBlockAreServedExactly() throws {
+        var cache = ResponseCache(limits: .init(memory: 1 << 20, purgeTo: 1 << 19, maxObject: 1 << 19))
+        let limit = ResponseCache.Entry.inlineBodyLimit
+        for (i, size) in [0, 1, 7, limit - 1, limit, limit + 1, 70_000].enumerated() {
+            let path = "/b\(i)" + String(repeating: "x", count: i)   // keys of several lengths
+            let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
+            let head = ok(date0, "Cache-Control: max-age=10", "ETag: \"e\(i)\"", "X-Pad: " + String(repeating: "p", count: i * 3))
+            XCTAssertTrue(isStored(fill(&cache, get(path), head, body: body, at: t0)), "\(size)")
+            let u = "http://o.test" + path
+            let served = try XCTUnwrap(hit(cache.lookup(url: u, request: get(path), now: t0 + 1)))
+            XCTAssertEqual(served.body, body, "\(size)")
+            XCTAssertEqual(served.bodyCount, size)
+            XCTAssertEqual(served.withBody { Array($0) }, body, "\(size): in place")
+            XCTAssertEqual(served.largeBody != nil, size > limit, "\(size): by reference only when over the limit")
+            XCTAssertEqual(served.head.headers.first(name: "x-pad")?.count, i * 3)
+            let f = try XCTUnwrap(forward(cache.lookup(url: u, request: get(path), now: t0 + 20)))
+            let done = cache.complete(f, request: get(path), response: responseHead("HTTP/1.1 304 Not Modified\r\nETag: \"e\(i)\""),
+                                      body: [], validated: true, now: t0 + 20)
+            guard case .refreshed(let again) = done.outcome else { return XCTFail("\(size): refreshed, got \(done.outcome)") }
+            XCTAssertEqual(again.body, body, "\(size): after a 304")
+            XCTAssertEqual(try XCTUnwrap(hit(cache.lookup(url: u, request: get(path), now: t0 + 21))).body, body)
+        }
+    }
+
     /// A 304's fields count: the freshened entry's bytes are recounted, bounded by `max_object`
     /// (one grown past it is served this once and dropped) and by `memory` (a refresh purges).
     func testA304ThatGrowsAnEntryIsBoundedLikeAStore() throws {
