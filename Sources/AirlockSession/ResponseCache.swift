@@ -399,10 +399,11 @@ public struct ResponseCache {
         return fills.removeValue(forKey: fill.key.fillID) ?? 0
     }
 
-    /// What an entry holds besides its body, its head's field storage and its key's text: the
-    /// entry and key in the LRU's slot arrays, the index and per-URL table slots, allocator
-    /// headers. Measured (/tmp/dlbench/rss.swift, 640 MiB of 100-byte bodies through a 64 MiB
-    /// cache): resident memory grew ~1 KiB per entry where the text counted ~200 B.
+    /// What an entry holds besides its block's bytes and its body: the block's own header
+    /// (`EntryHeader`) and the allocator's rounding, its slot in the LRU's arrays and the index.
+    /// Measured when an entry was five objects (/tmp/dlbench/rss.swift, 640 MiB of 100-byte
+    /// bodies through a 64 MiB cache): resident memory grew ~1 KiB per entry where its text
+    /// counted ~200 B. One block holds less beside its bytes; the figure is kept, on the safe side.
     public static let entryOverhead = 512
 
     /// Bytes an entry counts against `memory` (its `bytes`): its body, its block (key, reason
