@@ -39,6 +39,9 @@ public struct CacheKey: @unchecked Sendable, Hashable {   // (`text` is written 
     /// The fill table's key for this one: its hash alone (`FillID`).
     public var fillID: FillID { FillID(hash: hash) }
 
+    /// The hash, as the entry table (`EntryTable`) keys entries by it.
+    var hash64: UInt64 { UInt64(UInt(bitPattern: hash)) }
+
     /// The absolute URL.
     public var url: String { text.string }
 

@@ -146,7 +146,7 @@ extension ResponseCache {
         public func age(now: Int64) -> Int64 { initialAge + max(0, now - responseTime) }
 
         /// Whether this is `key`'s entry: the table is indexed by the keys' 64-bit hashes
-        /// (`FillID`), so a lookup confirms the text (two keys share a hash once in 2^64, or
+        /// (`EntryTable`), so a lookup confirms the text (two keys share a hash once in 2^64, or
         /// when a test makes them).
         func matches(_ key: CacheKey) -> Bool {
             guard header.hash == key.hash, Int(header.textCount) == key.text.count,

@@ -191,11 +191,11 @@ public struct ResponseCache {
     /// A purge to `purgeTo` is under way (it began when the stored bytes passed `memory`).
     public private(set) var purging = false
     /// Emptied tables (`retireAll`) freed a slice per `purgeStep`.
-    private var retired: [BoundedLRU<FillID, Entry>] = []
+    private var retired: [EntryTable] = []
 
-    /// The entries by their keys' hashes (`FillID`: a 64-bit keyed hash, no text to retain,
-    /// release or compare in the index), each entry confirming its own key (`entry(for:)`).
-    private var entries = BoundedLRU<FillID, Entry>(capacity: Int.max)
+    /// The entries by their keys' hashes (a 64-bit keyed hash, no text to retain, release or
+    /// compare in the index), each entry confirming its own key (`entry(for:)`).
+    private var entries = EntryTable()
     /// Per URL whose stored responses vary: their `Vary` names (lower-case, in order) and the
     /// variants stored, keyed by the URL's key without a variant (`CacheKey(url:)`, hashed once).
     /// A URL stored without `Vary` has one possible key, that one, and no state here: a lookup
@@ -255,7 +255,7 @@ public struct ResponseCache {
         if lifetime > age && !requestForces && !responseForces {
             counters.hits += 1
             counters.hitBytes += entry.bodyCount
-            _ = entries.get(key.fillID)   // the most recently used
+            entries.touch(key.hash64)   // the most recently used
             entry.countHit()
             // The stored head made once, with room for the `Age` a served head gets.
             let stored = entry.head(reservingBytes: 24, reservingEntries: 1)
@@ -390,7 +390,7 @@ public struct ResponseCache {
     public mutating func abandon(_ fill: Fill) -> Int { release(fill) }
 
     private func entry(for key: CacheKey) -> Entry? {
-        guard let e = entries.peek(key.fillID), e.matches(key) else { return nil }
+        guard let e = entries.peek(key.hash64), e.matches(key) else { return nil }
         return e
     }
 
@@ -422,7 +422,7 @@ public struct ResponseCache {
             let base = key.base
             if urls[base]?.variants.contains(key.variant) == false { urls[base]?.variants.append(key.variant) }
         }
-        if let old = entries.updateValue(entry, forKey: key.fillID) {
+        if let old = entries.updateValue(entry, forKey: key.hash64) {
             bytes -= old.bytes
             // Another key with the same hash (`FillID`): its entry is replaced, and forgotten.
             if old.hasVariant && !old.matches(key) { forget(old.key) }
@@ -431,7 +431,7 @@ public struct ResponseCache {
 
     @discardableResult
     private mutating func removeEntry(_ key: CacheKey) -> Bool {
-        guard entry(for: key) != nil, let old = entries.remove(key.fillID) else { return false }
+        guard entry(for: key) != nil, let old = entries.remove(key.hash64) else { return false }
         bytes -= old.bytes
         forget(key)
         return true
@@ -494,7 +494,7 @@ public struct ResponseCache {
                 guard dropped < extra else { break }
                 dropped += 1
             }
-            guard let (_, entry) = entries.removeLeastRecent() else { break }
+            guard let entry = entries.removeLeastRecent() else { break }
             bytes -= entry.bytes
             if entry.hasVariant { forget(entry.key) }
             counters.evictions += 1
@@ -570,7 +570,7 @@ public struct ResponseCache {
             while entries.removeLeastRecent() != nil {}
         } else if entries.count > 0 {
             retired.append(entries)
-            entries = BoundedLRU(capacity: .max)
+            entries = EntryTable()
         }
         urls = [:]
         bytes = 0
@@ -595,7 +595,7 @@ public struct ResponseCache {
         var rows: [Listing] = []
         rows.reserveCapacity(Swift.min(limit, entries.count))
         guard limit > 0 else { return rows }
-        entries.forEachMostRecent { _, e in
+        entries.forEachMostRecent { e in
             let age = e.age(now: now)
             rows.append(Listing(url: e.url, variant: e.variant, status: e.status, bytes: e.bytes, hits: e.hits,
                                 age: age, fresh: e.lifetime > age))

@@ -2,7 +2,9 @@
 /// room: an `origin` route's passive reachability per host (AirlockSession), so a forward proxy
 /// that sees many hosts keeps a fixed amount of state, and the local CA's minted leaves per name
 /// (AirlockIO's `LeafCache`). O(1) get/update/remove/evict (a dictionary over a doubly linked
-/// list kept in arrays). Here, in the lowest module, because both of those import it.
+/// list kept in arrays). Here, in the lowest module, because both of those import it. (The
+/// response cache, which takes an entry in and lets one go on every miss, has its own table,
+/// AirlockSession's `EntryTable`.)
 public struct BoundedLRU<Key: Hashable, Value> {
     public let capacity: Int
     @usableFromInline var index: [Key: Int] = [:]
@@ -59,35 +61,6 @@ public struct BoundedLRU<Key: Hashable, Value> {
         return (r, evicted)
     }
 
-    /// Sets `key`'s value (inserting it when absent: this map's capacity must not be reached,
-    /// nothing is evicted), marks it most recently used, and returns the value it replaced: a
-    /// store that counts what it holds (AirlockSession's `ResponseCache`) in one lookup.
-    @discardableResult
-    @inlinable
-    public mutating func updateValue(_ value: consuming Value, forKey key: consuming Key) -> Value? {
-        // One hash and probe of `key`: its slot, or the slot the insert takes (the next free
-        // one, as `allocate` takes it), claimed in place.
-        let vacant = free.last ?? keys.count
-        let i = Self.claim(&index[key, default: -1], vacant)
-        if i != vacant {
-            touch(i)
-            let old = values[i]
-            values[i] = value
-            return old
-        }
-        precondition(index.count <= capacity, "BoundedLRU.updateValue past capacity")
-        _ = allocate(key, value)
-        pushFront(i)
-        return nil
-    }
-
-    /// `slot` (-1 when just inserted) set to `vacant` if it was; its value.
-    @inlinable
-    static func claim(_ slot: inout Int, _ vacant: Int) -> Int {
-        if slot < 0 { slot = vacant }
-        return slot
-    }
-
     /// Forgets `key` (its slot is reused by the next insert); returns its value, nil when absent.
     @discardableResult
     @inlinable
@@ -99,17 +72,6 @@ public struct BoundedLRU<Key: Hashable, Value> {
         values[i] = nil
         free.append(i)
         return v
-    }
-
-    /// Calls `body` with each entry from the most to the least recently used, until it returns
-    /// false: a walk that copies nothing out of the map (`entries` copies every one).
-    @inlinable
-    public func forEachMostRecent(_ body: (borrowing Key, borrowing Value) -> Bool) {
-        var i = head
-        while i >= 0 {
-            guard body(keys[i].unsafelyUnwrapped, values[i].unsafelyUnwrapped) else { return }
-            i = next[i]
-        }
     }
 
     /// Entries from most to least recently used.
@@ -174,29 +136,5 @@ public struct BoundedLRU<Key: Hashable, Value> {
         if head >= 0 { prev[head] = i }
         head = i
         if tail < 0 { tail = i }
-    }
-}
-
-extension BoundedLRU {
-    /// The least recently used entry, without changing the order.
-    @inlinable
-    public var leastRecent: (key: Key, value: Value)? {
-        tailIndex.map { (keys[$0]!, values[$0]!) }
-    }
-
-    /// Forgets the least recently used entry and returns it; nil when empty. A cache bounded by
-    /// bytes rather than by count (AirlockSession's `ResponseCache`) purges with it.
-    @discardableResult
-    @inlinable
-    public mutating func removeLeastRecent() -> (key: Key, value: Value)? {
-        guard tail >= 0 else { return nil }
-        let i = tail
-        unlink(i)
-        // Moved out of their slots (no copy of the value to release again), then unindexed.
-        let key = keys[i].take()!
-        let value = values[i].take()!
-        index.removeValue(forKey: key)
-        free.append(i)
-        return (key, value)
     }
 }

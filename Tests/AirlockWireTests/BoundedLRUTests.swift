@@ -20,28 +20,10 @@ final class BoundedLRUTests: XCTestCase {
         XCTAssertEqual(lru.entries.map(\.1), [999, 998, 997])
     }
 
-    /// `updateValue` sets a value in one lookup: the old value back (nil for a new key), the
-    /// key made the most recent, a freed slot reused.
-    func testUpdateValueReturnsTheOldValueAndRefreshesTheKey() {
-        var lru = BoundedLRU<String, Int>(capacity: 10)
-        XCTAssertNil(lru.updateValue(1, forKey: "a"))
-        XCTAssertNil(lru.updateValue(2, forKey: "b"))
-        XCTAssertEqual(lru.entries.map(\.0), ["b", "a"])
-        XCTAssertEqual(lru.updateValue(3, forKey: "a"), 1)
-        XCTAssertEqual(lru.entries.map(\.0), ["a", "b"])
-        XCTAssertEqual(lru.peek("a"), 3)
-        XCTAssertEqual(lru.remove("b"), 2)
-        XCTAssertNil(lru.updateValue(4, forKey: "c"))
-        XCTAssertEqual(lru.entries.map(\.0), ["c", "a"])
-        XCTAssertEqual(lru.entries.map(\.1), [4, 3])
-        XCTAssertEqual(lru.count, 2)
-        XCTAssertEqual(lru.removeLeastRecent()?.key, "a")
-    }
-
-    /// `updateValue`, `remove`, `get` and `removeLeastRecent` in a seeded random mix against a
-    /// plain model (an array, most recent first): the same values, order and answers after
-    /// every step, with slots freed and reused all along.
-    func testUpdateValueAgreesWithAModelOverRandomOperations() {
+    /// `update`, `remove` and `get` in a seeded random mix against a plain model (an array, most
+    /// recent first): the same values, order and answers after every step, with slots freed
+    /// and reused all along.
+    func testItAgreesWithAModelOverRandomOperations() {
         var lru = BoundedLRU<Int, Int>(capacity: 1000)
         var model: [(key: Int, value: Int)] = []
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -55,19 +37,15 @@ final class BoundedLRUTests: XCTestCase {
             case 0, 1:
                 let old = model.firstIndex { $0.key == key }.map { model.remove(at: $0).value }
                 model.insert((key, step), at: 0)
-                XCTAssertEqual(lru.updateValue(step, forKey: key), old, "step \(step)")
+                XCTAssertEqual(lru.peek(key), old, "step \(step)")
+                lru.update(key, default: { step }) { $0 = step }
             case 2:
                 let old = model.firstIndex { $0.key == key }.map { model.remove(at: $0).value }
                 XCTAssertEqual(lru.remove(key), old, "step \(step)")
             default:
-                if next(2) == 0 {
-                    let found = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
-                    if let found { model.insert(found, at: 0) }
-                    XCTAssertEqual(lru.get(key), found?.value, "step \(step)")
-                } else {
-                    let last = model.popLast()
-                    XCTAssertEqual(lru.removeLeastRecent()?.key, last?.key, "step \(step)")
-                }
+                let found = model.firstIndex { $0.key == key }.map { model.remove(at: $0) }
+                if let found { model.insert(found, at: 0) }
+                XCTAssertEqual(lru.get(key), found?.value, "step \(step)")
             }
             XCTAssertEqual(lru.entries.map(\.0), model.map(\.key), "step \(step)")
             XCTAssertEqual(lru.entries.map(\.1), model.map(\.value), "step \(step)")
@@ -104,50 +82,5 @@ final class BoundedLRUTests: XCTestCase {
         XCTAssertTrue(lru.entries.isEmpty)
         for k in ["x", "y", "z", "w"] { lru.update(k, default: { 0 }) { _ in } }
         XCTAssertEqual(lru.entries.map(\.0), ["w", "z", "y"])
-    }
-}
-
-extension BoundedLRUTests {
-    /// A cache bounded by bytes purges the least recently used entry first, whatever was read since.
-    /// The walk sees every entry once, most recent first, and stops when told.
-    func testForEachMostRecentWalksFromTheNewestAndStops() {
-        var lru = BoundedLRU<Int, String>(capacity: 8)
-        for k in 1...5 { lru.update(k, default: { "v\(k)" }) { _ in } }
-        _ = lru.get(2)
-        var seen: [(Int, String)] = []
-        lru.forEachMostRecent { k, v in
-            seen.append((k, v))
-            return true
-        }
-        XCTAssertEqual(seen.map(\.0), [2, 5, 4, 3, 1])
-        XCTAssertEqual(seen.map(\.1), ["v2", "v5", "v4", "v3", "v1"])
-        XCTAssertEqual(seen.map(\.0), lru.entries.map(\.0))
-        var first: [Int] = []
-        lru.forEachMostRecent { k, _ in
-            first.append(k)
-            return first.count < 2
-        }
-        XCTAssertEqual(first, [2, 5])
-        var none = 0
-        BoundedLRU<Int, Int>(capacity: 1).forEachMostRecent { _, _ in
-            none += 1
-            return true
-        }
-        XCTAssertEqual(none, 0)
-    }
-
-    func testRemoveLeastRecentTakesTheOldestFirst() {
-        var lru = BoundedLRU<String, Int>(capacity: 10)
-        XCTAssertNil(lru.removeLeastRecent())
-        for (i, k) in ["a", "b", "c"].enumerated() { lru.update(k, default: { i }) { _ in } }
-        _ = lru.get("a")
-        XCTAssertEqual(lru.leastRecent?.key, "b")
-        XCTAssertEqual(lru.removeLeastRecent()?.key, "b")
-        XCTAssertEqual(lru.removeLeastRecent()?.value, 2)
-        XCTAssertEqual(lru.entries.map(\.0), ["a"])
-        XCTAssertEqual(lru.removeLeastRecent()?.key, "a")
-        XCTAssertEqual(lru.count, 0)
-        lru.update("d", default: { 9 }) { _ in }
-        XCTAssertEqual(lru.leastRecent?.key, "d", "the order starts over after emptying")
     }
 }
