@@ -2,15 +2,28 @@ public import AirlockWire
 import Glibc
 
 extension ResponseCache {
-    /// What an entry knows besides its bytes (`Entry`'s header).
+    /// What an entry knows besides its bytes (`Entry`'s header). In this order: what a purge
+    /// reads (`bytes`, `variantCount`) and a lookup's first comparisons and freshness share the
+    /// object's first cache line with its reference count, so purging a long-unused entry
+    /// reads one line of it, not two.
     public struct EntryHeader {
         /// Its key's hash (`CacheKey.hash`): a lookup's first comparison.
         let hash: Int
+        /// Bytes counted against `memory`.
+        let bytes: Int
         let textCount: Int32
         let variantCount: Int32
         let reasonCount: Int32
         /// Where the head's fields (`HTTPHeaders`' compact form) begin in the block, 8-aligned.
         let fieldsAt: Int32
+        /// Freshness lifetime (4.2.1), computed when stored or freshened.
+        let lifetime: Int64
+        let responseTime: Int64
+        /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
+        let initialAge: Int64
+        /// The response said `no-cache`: never served without revalidation.
+        let alwaysRevalidate: Bool
+        var hits: Int
         let status: Int
         let version: HTTPVersion
         let declaredFraming: BodyFraming
@@ -19,16 +32,6 @@ extension ResponseCache {
         let largeBody: [UInt8]
         let bodyCount: Int
         let requestTime: Int64
-        let responseTime: Int64
-        /// `corrected_initial_age` (RFC 9111 4.2.3) when received.
-        let initialAge: Int64
-        /// Freshness lifetime (4.2.1), computed when stored or freshened.
-        let lifetime: Int64
-        /// The response said `no-cache`: never served without revalidation.
-        let alwaysRevalidate: Bool
-        var hits: Int
-        /// Bytes counted against `memory`.
-        let bytes: Int
     }
 
     /// One stored response in one block: the key's text, the variant, the reason phrase, the
@@ -63,13 +66,12 @@ extension ResponseCache {
             let bodyAt = blockBytes(key: key, head: head)
             let capacity = bodyAt + (inline ? body.count : 0)
             let made = unsafeDowncast(Entry.create(minimumCapacity: capacity) { block in
-                EntryHeader(hash: key.hash, textCount: Int32(text), variantCount: Int32(variant), reasonCount: Int32(reason),
-                            fieldsAt: Int32(fieldsAt), status: head.status, version: head.version,
+                EntryHeader(hash: key.hash, bytes: bodyAt + body.count + ResponseCache.entryOverhead, textCount: Int32(text),
+                            variantCount: Int32(variant), reasonCount: Int32(reason), fieldsAt: Int32(fieldsAt),
+                            lifetime: lifetime, responseTime: responseTime, initialAge: initialAge,
+                            alwaysRevalidate: alwaysRevalidate, hits: hits, status: head.status, version: head.version,
                             declaredFraming: head.declaredFraming, largeBody: inline ? [] : body, bodyCount: body.count,
-                            requestTime: requestTime,
-                            responseTime: responseTime, initialAge: initialAge, lifetime: lifetime,
-                            alwaysRevalidate: alwaysRevalidate, hits: hits,
-                            bytes: bodyAt + body.count + ResponseCache.entryOverhead)
+                            requestTime: requestTime)
             }, to: Entry.self)
             made.withUnsafeMutablePointerToElements { p in
                 let raw = UnsafeMutableRawPointer(p)

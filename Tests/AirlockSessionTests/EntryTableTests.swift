@@ -69,4 +69,17 @@ final class EntryTableTests: XCTestCase {
         XCTAssertEqual(table.count, 0)
         for k in hashes { XCTAssertNil(table.peek(k)) }
     }
+
+    /// What a purge reads of an entry long unused (its reference count, in the object's first
+    /// 16 bytes, then `bytes` and `variantCount`) and a lookup's freshness fields sit in the
+    /// block's first 64 bytes (`EntryHeader`'s order).
+    func testAPurgeReadsOneLineOfAnEntry() throws {
+        typealias H = ResponseCache.EntryHeader
+        let objectHeader = 16   // the metadata pointer and the reference count
+        for path in [\H.bytes, \H.hash, \H.lifetime, \H.responseTime] as [PartialKeyPath<H>] {
+            let at = try XCTUnwrap(MemoryLayout<H>.offset(of: path))
+            XCTAssertLessThanOrEqual(objectHeader + at + 8, 64, "\(path)")
+        }
+        XCTAssertLessThanOrEqual(objectHeader + (try XCTUnwrap(MemoryLayout<H>.offset(of: \H.variantCount))) + 4, 64)
+    }
 }
