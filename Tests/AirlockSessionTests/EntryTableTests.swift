@@ -81,5 +81,15 @@ final class EntryTableTests: XCTestCase {
             XCTAssertLessThanOrEqual(objectHeader + at + 8, 64, "\(path)")
         }
         XCTAssertLessThanOrEqual(objectHeader + (try XCTUnwrap(MemoryLayout<H>.offset(of: \H.variantCount))) + 4, 64)
+        // The block's bytes follow the header unpadded (`UInt8` elements): a header size that
+        // is a multiple of 8 keeps the fields' compact form, at an 8-aligned offset in them,
+        // aligned for its `UInt32`s (`HTTPHeaders.writeCompact` refuses a misaligned one).
+        XCTAssertEqual(MemoryLayout<H>.size % 8, 0)
+        let e = ResponseCache.Entry.make(key: CacheKey(url: "http://o.test/abc"), head: responseHead("HTTP/1.1 200 OK", "A: b"),
+                                         body: [1, 2, 3], requestTime: 0, responseTime: 0, initialAge: 0, lifetime: 0,
+                                         alwaysRevalidate: false)
+        XCTAssertEqual(e.withUnsafeMutablePointerToElements { Int(bitPattern: $0) % 8 }, 0)
+        XCTAssertEqual(e.head.headers.first(name: "a"), "b")
+        XCTAssertEqual(e.body, [1, 2, 3])
     }
 }
