@@ -134,7 +134,9 @@ extension Exchange {
             swap(&body!, &state.body)
             let done = worker.withCache(state.routeCache) {
                 // Teeing: the response cache filter found no field refusal. The head and body
-                // are moved out of the optionals into the entry (`take`), not copied.
+                // are handed over (`take`): the entry copies them into its block, and the
+                // head's arrays are left to the relayed head, which shares them and which the
+                // worker recycles for a later parse when the exchange ends.
                 $0.complete(fill, request: request, response: state.upstreamHead.take()!, body: body.take()!, validated: validated,
                             now: now, fieldsChecked: true)
             }

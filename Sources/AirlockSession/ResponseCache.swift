@@ -314,7 +314,8 @@ public struct ResponseCache {
     /// it (a rejected response is never stored). `body` is the whole decoded body.
     /// `fieldsChecked`: the caller's response filter found no `fieldRefusal` for this request
     /// and response (the rules that read fields only), so they are not checked again.
-    /// `response` and `body` are consumed: the stored entry is made of them, moved, not copied.
+    /// `response` and `body` are consumed: the stored entry copies them into its one block
+    /// (`Entry`; a body over `Entry.inlineBodyLimit` is kept as it is, beside the block).
     public mutating func complete(_ fill: Fill, request: RequestHead, response: consuming ResponseHead, body: consuming [UInt8],
                                   validated: Bool, now: Int64, fieldsChecked: Bool = false) -> Completion {
         let waiters = release(fill)
@@ -415,7 +416,8 @@ public struct ResponseCache {
 
     // MARK: storage
 
-    /// Both moved into the table (read first, then consumed: no copy of the entry's head and body).
+    /// The entry into the table (replacing the key's, or another key's with the same hash),
+    /// its bytes counted.
     private mutating func put(_ key: CacheKey, _ entry: consuming Entry) {
         bytes += entry.bytes
         if !key.variant.isEmpty {
