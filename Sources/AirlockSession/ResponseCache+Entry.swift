@@ -61,12 +61,12 @@ extension ResponseCache {
             let text = key.text.count
             let variant = key.variant.utf8.count
             let reason = head.reason.utf8.count
-            let fieldsAt = fieldsOffset(key: key, head: head)
+            let fieldsAt = fieldsOffset(text: text, variant: variant, reason: reason)
             let inline = body.count <= inlineBodyLimit
-            let bodyAt = blockBytes(key: key, head: head)
+            let bodyAt = fieldsAt + head.headers.compactCount   // `blockBytes`
             let capacity = bodyAt + (inline ? body.count : 0)
             let made = unsafeDowncast(Entry.create(minimumCapacity: capacity) { block in
-                EntryHeader(hash: key.hash, bytes: bodyAt + body.count + ResponseCache.entryOverhead, textCount: Int32(text),
+                EntryHeader(hash: key.hash, bytes: ResponseCache.cost(blockBytes: bodyAt, body: body.count), textCount: Int32(text),
                             variantCount: Int32(variant), reasonCount: Int32(reason), fieldsAt: Int32(fieldsAt),
                             lifetime: lifetime, responseTime: responseTime, initialAge: initialAge,
                             alwaysRevalidate: alwaysRevalidate, hits: hits, status: head.status, version: head.version,
@@ -87,15 +87,16 @@ extension ResponseCache {
         }
 
         /// Where the head's fields begin in the block: after the key's text, the variant and
-        /// the reason phrase, 8-aligned.
-        private static func fieldsOffset(key: CacheKey, head: ResponseHead) -> Int {
-            (key.text.count + key.variant.utf8.count + head.reason.utf8.count + 7) & ~7
+        /// the reason phrase (their byte counts), 8-aligned.
+        private static func fieldsOffset(text: Int, variant: Int, reason: Int) -> Int {
+            (text + variant + reason + 7) & ~7
         }
 
         /// The block's bytes for `key`'s entry of `head` before the body (asked of the
         /// allocator; its rounding is part of `entryOverhead`).
         static func blockBytes(key: CacheKey, head: ResponseHead) -> Int {
-            fieldsOffset(key: key, head: head) + head.headers.compactCount
+            fieldsOffset(text: key.text.count, variant: key.variant.utf8.count, reason: head.reason.utf8.count)
+                + head.headers.compactCount
         }
 
         /// The body (a copy when it is in the block).
@@ -129,17 +130,18 @@ extension ResponseCache {
         /// The stored head (made anew from the block).
         public var head: ResponseHead { head() }
 
-        /// The stored head, its fields with room for `reservingBytes` more bytes and
-        /// `reservingEntries` more fields (a served head's `Age`).
-        func head(reservingBytes: Int = 0, reservingEntries: Int = 0) -> ResponseHead {
+        /// The stored head without the fields whose kind is in `dropped`, its fields with room
+        /// for `reservingBytes` more bytes and `reservingEntries` more fields (a served head's `Age`).
+        func head(dropping dropped: KnownField.Set = KnownField.Set(), reservingBytes: Int = 0,
+                  reservingEntries: Int = 0) -> ResponseHead {
             withUnsafeMutablePointers { h, p in
                 let raw = UnsafeRawPointer(p)
                 let h = h.pointee
                 let reason = String(decoding: UnsafeRawBufferPointer(start: raw + Int(h.textCount + h.variantCount),
                                                                      count: Int(h.reasonCount)), as: UTF8.self)
                 return ResponseHead(version: h.version, status: h.status, reason: reason,
-                                    headers: HTTPHeaders(compact: raw + Int(h.fieldsAt), reservingBytes: reservingBytes,
-                                                         reservingEntries: reservingEntries),
+                                    headers: HTTPHeaders(compact: raw + Int(h.fieldsAt), dropping: dropped,
+                                                         reservingBytes: reservingBytes, reservingEntries: reservingEntries),
                                     keepAlive: true, declaredFraming: h.declaredFraming)
             }
         }

@@ -257,11 +257,10 @@ public struct ResponseCache {
             counters.hitBytes += entry.bodyCount
             entries.touch(key.hash64)   // the most recently used
             entry.countHit()
-            // The stored head made once, with room for the `Age` a served head gets.
-            let stored = entry.head(reservingBytes: 24, reservingEntries: 1)
-            let notModified = Self.notModified(request: request, stored: stored)
-            return .hit(Hit(head: Self.served(stored, age: age), entry: entry,
-                            status: CacheStatus(hit: true, ttl: lifetime - age), notModified: notModified))
+            let served = Self.served(entry, age: age)
+            // (The fields the condition reads, `ETag`, `Last-Modified` and `Date`, are served ones.)
+            return .hit(Hit(head: served, entry: entry, status: CacheStatus(hit: true, ttl: lifetime - age),
+                            notModified: Self.notModified(request: request, stored: served)))
         }
         let forward: CacheStatus.Forward = lifetime > age && !responseForces ? .request : .stale
         if asked.onlyIfCached { return .onlyIfCached(CacheStatus(fwd: forward, detail: .onlyIfCached)) }
@@ -297,12 +296,11 @@ public struct ResponseCache {
         return waiters > 0
     }
 
-    /// The head as served: the stored one without the fields it may have kept that are not
-    /// forwarded (`notServed`: hop-by-hop fields, a received `Age`), and `Age` written afresh.
-    /// The copy a served head needs anyway (for its `Age`) is the one that drops them.
-    static func served(_ head: consuming ResponseHead, age: Int64) -> ResponseHead {
-        var out = head
-        out.headers.removeAll(keepingStorage: notServed, reservingEntries: 1)
+    /// The head `entry` is served with at `age`: the stored one without the fields it may have
+    /// kept that are not forwarded (`notServed`: hop-by-hop fields, a received `Age`), dropped
+    /// as it is made from the entry's block, and `Age` written afresh in the room left for it.
+    static func served(_ entry: Entry, age: Int64) -> ResponseHead {
+        var out = entry.head(dropping: notServed, reservingBytes: 24, reservingEntries: 1)
         out.headers.append(name: "Age", value: String(age))
         return out
     }
@@ -346,7 +344,7 @@ public struct ResponseCache {
             }
             counters.refreshed += 1
             let notModified = Self.notModified(request: request, stored: head)
-            let hit = Hit(head: Self.served(head, age: fresh.age(now: now)), entry: fresh, status: status,
+            let hit = Hit(head: Self.served(fresh, age: fresh.age(now: now)), entry: fresh, status: status,
                           notModified: notModified)
             return Completion(outcome: .refreshed(hit), status: status, waiters: waiters, notModified: notModified)
         }
@@ -411,8 +409,11 @@ public struct ResponseCache {
     /// phrase and the head's fields, `Entry.blockBytes`) and `entryOverhead`, so many small
     /// entries cannot hold many times `memory` in the process.
     static func cost(key: CacheKey, head: ResponseHead, body: [UInt8]) -> Int {
-        body.count + Entry.blockBytes(key: key, head: head) + entryOverhead
+        cost(blockBytes: Entry.blockBytes(key: key, head: head), body: body.count)
     }
+
+    /// `cost` of an entry whose block (before the body) and body have these byte counts.
+    static func cost(blockBytes: Int, body: Int) -> Int { body + blockBytes + entryOverhead }
 
     // MARK: storage
 
@@ -426,7 +427,7 @@ public struct ResponseCache {
         }
         if let old = entries.updateValue(entry, forKey: key.hash64) {
             bytes -= old.bytes
-            // Another key with the same hash (`FillID`): its entry is replaced, and forgotten.
+            // Another key with the same hash (`EntryTable`): its entry is replaced, and forgotten.
             if old.hasVariant && !old.matches(key) { forget(old.key) }
         }
     }

@@ -14,7 +14,6 @@ public struct BoundedLRU<Key: Hashable, Value> {
     @usableFromInline var next: [Int] = []
     @usableFromInline var head = -1   // most recent
     @usableFromInline var tail = -1   // least recent
-    @usableFromInline var tailIndex: Int? { tail >= 0 ? tail : nil }
     @usableFromInline var free: [Int] = []
 
     @inlinable

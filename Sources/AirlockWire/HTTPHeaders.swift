@@ -302,19 +302,24 @@ public struct HTTPHeaders: Sendable, Equatable {
     /// `removeAll(keepingStorage:)` keeps.
     @inline(__always)
     private func keptEntries(room moreEntries: Int, _ keep: (Int, Entry) -> Bool) -> (entries: [Entry], known: UInt32, bytes: Int) {
+        entries.withUnsafeBufferPointer { Self.kept(from: $0, room: moreEntries, keep) }
+    }
+
+    /// `keptEntries` of any run of entries (these headers' own, or a compact form's).
+    @inline(__always)
+    private static func kept(from fields: UnsafeBufferPointer<Entry>, room moreEntries: Int,
+                             _ keep: (Int, Entry) -> Bool) -> (entries: [Entry], known: UInt32, bytes: Int) {
         var bytes = 0
         var known: UInt32 = 0
         // (`reserveCapacity`, not `Array(unsafeUninitializedCapacity:)`, which goes through the
         // unspecialised array allocator: it looks up the storage's type metadata at run time,
         // ~500 instructions. The same for `filtered`'s storage.)
         var kept: [Entry] = []
-        kept.reserveCapacity(entries.count + moreEntries)
-        entries.withUnsafeBufferPointer { fields in
-            for i in 0..<fields.count where keep(i, fields[i]) {
-                kept.append(fields[i])
-                bytes += Int(fields[i].nameCount + fields[i].valueCount)
-                known |= fields[i].known.bit
-            }
+        kept.reserveCapacity(fields.count + moreEntries)
+        for i in 0..<fields.count where keep(i, fields[i]) {
+            kept.append(fields[i])
+            bytes += Int(fields[i].nameCount + fields[i].valueCount)
+            known |= fields[i].known.bit
         }
         return (kept, known, bytes)
     }
@@ -357,12 +362,11 @@ public struct HTTPHeaders: Sendable, Equatable {
 
     /// Removes every field whose kind is in `dropped`, keeping the storage: the entries are
     /// rebuilt (exactly as many as are kept) and the storage is left as it is (the dropped
-    /// fields' bytes stay in it, unreferenced), so the storage is not copied when it is shared
-    /// (a head served from the response cache shares it with the stored one).
-    /// `reservingEntries`: room for as many more fields, appended next.
-    public mutating func removeAll(keepingStorage dropped: KnownField.Set, reservingEntries room: Int = 0) {
+    /// fields' bytes stay in it, unreferenced), so the storage is not copied when it is shared.
+    /// (`init(compact:dropping:)` drops the same way while it copies a compact form.)
+    public mutating func removeAll(keepingStorage dropped: KnownField.Set) {
         guard knownFields & dropped.bits != 0 else { return }
-        (entries, knownFields, _) = keptEntries(room: room) { _, e in dropped.bits & e.known.bit == 0 }
+        (entries, knownFields, _) = keptEntries(room: 0) { _, e in dropped.bits & e.known.bit == 0 }
     }
 
     /// Bytes the storage holds (a parsed head's: its field lines as they came) and has room for.
@@ -479,17 +483,26 @@ extension HTTPHeaders {
     }
 
     /// The fields `writeCompact(to:)` wrote at `compact` (in this process: the form is this
-    /// type's own layout, not a wire format), copied into new storage with room for
-    /// `reservingBytes` more bytes and `reservingEntries` more fields, so a caller that appends
-    /// next does not grow them again.
-    public init(compact: UnsafeRawPointer, reservingBytes: Int = 0, reservingEntries: Int = 0) {
+    /// type's own layout, not a wire format), but those whose kind is in `dropped` (left
+    /// unreferenced in the storage, as `removeAll(keepingStorage:)` leaves them), copied into
+    /// new storage with room for `reservingBytes` more bytes and `reservingEntries` more fields,
+    /// so a caller that appends next does not grow them again.
+    public init(compact: UnsafeRawPointer, dropping dropped: KnownField.Set = KnownField.Set(),
+                reservingBytes: Int = 0, reservingEntries: Int = 0) {
         let count = Int(compact.load(as: UInt32.self))
-        let known = compact.load(fromByteOffset: 4, as: UInt32.self)
+        var known = compact.load(fromByteOffset: 4, as: UInt32.self)
         let bytes = Int(compact.load(fromByteOffset: 8, as: UInt32.self))
         let entriesAt = compact + Self.compactPrefix
         var entries: [Entry] = []
-        entries.reserveCapacity(count + reservingEntries)
-        entriesAt.withMemoryRebound(to: Entry.self, capacity: count) { entries.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        entriesAt.withMemoryRebound(to: Entry.self, capacity: count) {
+            let fields = UnsafeBufferPointer(start: $0, count: count)
+            if known & dropped.bits == 0 {
+                entries.reserveCapacity(count + reservingEntries)
+                entries.append(contentsOf: fields)
+            } else {
+                (entries, known, _) = Self.kept(from: fields, room: reservingEntries) { _, e in dropped.bits & e.known.bit == 0 }
+            }
+        }
         var storage: [UInt8] = []
         storage.reserveCapacity(bytes + reservingBytes)
         storage.append(contentsOf: UnsafeRawBufferPointer(start: entriesAt + count * MemoryLayout<Entry>.stride, count: bytes))

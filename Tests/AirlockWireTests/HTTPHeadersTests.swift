@@ -93,6 +93,14 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertFalse(copy.contains(.age))
         XCTAssertEqual(copy.values(name: "x-dup"), ["a", "b"])
         XCTAssertTrue(copy.hasSoleDecimal(.contentLength, 120))
+        // Dropping kinds while copying gives what `removeAll(keepingStorage:)` leaves.
+        var kept = copy
+        kept.removeAll(keepingStorage: KnownField.Set(.etag))
+        let dropped = HTTPHeaders(compact: block, dropping: KnownField.Set(.etag), reservingEntries: 1)
+        XCTAssertEqual(dropped, kept)
+        XCTAssertFalse(dropped.contains(.etag))
+        XCTAssertEqual(dropped.values(name: "x-dup"), ["a", "b"])
+        XCTAssertEqual(HTTPHeaders(compact: block, dropping: KnownField.Set(.age)), copy, "nothing of those kinds: all kept")
     }
 
     func testValuesAndTokens() {
