@@ -43,13 +43,22 @@ extension Exchange {
     /// The lookup: true when the exchange is answered (a hit, `only-if-cached`) or waits for
     /// another's fill; false when it goes upstream.
     func cacheLookup(joinFill: Bool = true) -> Bool {
-        guard let key = cache?.key ?? worker.phases.requestCacheFilter(self) else { return false }
-        let state = cache ?? CacheState(key: key, routeCache: worker.routeCache(routeRef))
-        cache = state
+        // The key lives in the state, made once (a waiter's second lookup reuses it), and is
+        // read from there rather than held in a local beside it (a copy: a retain and a
+        // release of its text and variant).
+        let state: CacheState
+        if let existing = cache {
+            state = existing
+        } else {
+            let worker = self.worker
+            guard let key = worker.phases.requestCacheFilter(self) else { return false }
+            state = CacheState(key: key, routeCache: worker.routeCache(routeRef))
+            cache = state
+        }
         let now = Int64(time(nil))
         let lookup = worker.withCache(state.routeCache) { c in
             state.maxObject = c.limits.maxObject
-            return c.lookup(key: key, request: request, now: now, joinFill: joinFill)
+            return c.lookup(key: state.key, request: request, now: now, joinFill: joinFill)
         }
         switch lookup {
         case .hit(let hit):
@@ -71,7 +80,7 @@ extension Exchange {
         case .onlyIfCached(let status):
             state.status = status
             respond(GatewayError(.notCached, status: 504,
-                                 message: "only-if-cached, and the route's cache holds nothing usable for \(key.url)", source: .client))
+                                 message: "only-if-cached, and the route's cache holds nothing usable for \(state.key.url)", source: .client))
             return true
         }
     }

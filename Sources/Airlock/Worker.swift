@@ -53,6 +53,9 @@ final class Worker: @unchecked Sendable {  // bound to its loop; reached only vi
     var lastRouteCache: (route: Route, cache: RouteCache)?
     /// Caches a reload ended, their entries freed a slice per loop turn (`retireCaches`).
     var retiredCaches: [RouteCache] = []
+    /// Caches used in this loop iteration, whose counters `publishCacheCounters` adds to the
+    /// metrics before the iteration's writes.
+    var countedCaches: [RouteCache] = []
     /// Exchanges waiting for a fill, by the fill's `FillID` (as `ResponseCache` collapses them).
     var cacheWaiters: [FillID: [Exchange]] = [:]
     var cacheWakeups: [(Exchange, Bool)] = []

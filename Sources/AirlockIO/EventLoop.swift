@@ -35,6 +35,11 @@ public final class EventLoop: @unchecked Sendable {
     /// its buffered log records over there). Set before the loop runs.
     public var onIterationEnd: (() -> Void)?
 
+    /// Runs on the loop's thread when each iteration's callbacks are done, before its writes
+    /// (a worker publishes the iteration's cache counters there, so a client that has its
+    /// response finds them counted). Set on the loop's thread.
+    public var beforeFlush: (() -> Void)?
+
     /// Where this loop's streams read small inputs before appending them (see
     /// `Stream.readOnce`); one per loop, never shared across threads.
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Stream.readChunk, alignment: 16)
@@ -209,6 +214,7 @@ public final class EventLoop: @unchecked Sendable {
     func runOnce(blocking: Bool = true) -> Bool {
         let flags = blocking ? EVLOOP_ONCE : EVLOOP_ONCE | EVLOOP_NONBLOCK
         if event_base_loop(base, flags) != 0 { return false }
+        beforeFlush?()
         flushDirty()
         onIterationEnd?()
         return true

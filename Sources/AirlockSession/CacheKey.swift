@@ -155,7 +155,7 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
             var out = TextBuilder(UnsafeMutableRawBufferPointer(start: bytes, count: capacity))
             write(&out)
             header.pointee.count = out.count
-            header.pointee.hash = SipHash.hash(out.written, key: SipHash.processKey)
+            header.pointee.hash = SipHash.hash13(out.written, key: SipHash.processKey)
         }
         return made
     }
@@ -166,13 +166,67 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
 
     /// `scheme://host[:port]path?query`: scheme and host lower-cased, the default port left out.
     static func make(scheme: Scheme, host: String, port: UInt16?, path: String) -> URLText {
+        // The usual host and path, contiguous UTF-8 with an ASCII host: written in one pass
+        // from borrowed bytes (no closure capturing the strings, no generic decimal), the host
+        // lower-cased byte by byte as it is copied. Anything else as `slowMake` spells it.
+        let fast: URLText?? = host.utf8.withContiguousStorageIfAvailable { h in
+            path.utf8.withContiguousStorageIfAvailable { p in
+                make(scheme: scheme, asciiHost: UnsafeRawBufferPointer(h), port: port, path: UnsafeRawBufferPointer(p))
+            } ?? nil
+        }
+        if let fast = fast ?? nil { return fast }
+        return slowMake(scheme: scheme, host: host, port: port, path: path)
+    }
+
+    /// The fast path of `make(scheme:host:port:path:)`; nil when the host is not all ASCII
+    /// (`String.lowercased()` then decides its lower case, whose length may differ).
+    private static func make(scheme: Scheme, asciiHost host: UnsafeRawBufferPointer, port: UInt16?,
+                             path: UnsafeRawBufferPointer) -> URLText? {
+        var ascii: UInt8 = 0
+        for b in host { ascii |= b }
+        guard ascii < 0x80 else { return nil }
+        let prefix: StaticString = scheme == .http ? "http://" : "https://"
+        let shownPort = port.flatMap { $0 == scheme.defaultPort ? nil : $0 }
+        // Room for ":65535" when a port is shown; `count` is what was written.
+        let capacity = prefix.utf8CodeUnitCount + host.count + (shownPort == nil ? 0 : 6) + path.count
+        let made = unsafeDowncast(URLText.create(minimumCapacity: max(1, capacity)) { _ in Header(count: 0, hash: 0) },
+                                  to: URLText.self)
+        made.withUnsafeMutablePointers { header, bytes in
+            var at = prefix.utf8CodeUnitCount
+            UnsafeMutableRawPointer(bytes).copyMemory(from: prefix.utf8Start, byteCount: at)
+            for b in host {
+                bytes[at] = b &- 0x41 < 26 ? b | 0x20 : b
+                at &+= 1
+            }
+            if var n = shownPort {
+                bytes[at] = UInt8(ascii: ":")
+                var digits = 1
+                var m = n
+                while m >= 10 { m /= 10; digits &+= 1 }
+                var end = at &+ 1 &+ digits
+                at = end
+                repeat {
+                    end &-= 1
+                    bytes[end] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
+                    n /= 10
+                } while n > 0
+            }
+            if let p = path.baseAddress { (bytes + at).update(from: p.assumingMemoryBound(to: UInt8.self), count: path.count) }
+            at &+= path.count
+            header.pointee.count = at
+            header.pointee.hash = SipHash.hash13(UnsafeRawBufferPointer(start: bytes, count: at), key: SipHash.processKey)
+        }
+        return made
+    }
+
+    /// `make(scheme:host:port:path:)` for any host (not all ASCII) or strings whose bytes are
+    /// not contiguous.
+    static func slowMake(scheme: Scheme, host: String, port: UInt16?, path: String) -> URLText {
         // Lower-cased only when it has upper-case letters (`lowercased()` always makes a new
         // string), and before its length is counted.
         let isUpper = { (c: UInt8) in c >= 0x41 && c <= 0x5A }
         var host = host
-        if host.utf8.withContiguousStorageIfAvailable({ $0.contains(where: isUpper) }) ?? host.utf8.contains(where: isUpper) {
-            host = host.lowercased()
-        }
+        if host.utf8.contains(where: isUpper) { host = host.lowercased() }
         let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
         return make(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
             switch scheme {

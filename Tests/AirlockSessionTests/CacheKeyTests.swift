@@ -45,6 +45,37 @@ final class URLTextTests: XCTestCase {
         let wide = RequestHead(method: .get, target: .origin(path: "/"), host: "A\u{130}.test")
         XCTAssertEqual(CacheKey.of(scheme: .http, request: wide)?.url, "http://" + "A\u{130}.test".lowercased() + "/")
     }
+
+    /// The one-pass writer (ASCII hosts) against the URL spelled by `String` operations, and
+    /// against the general writer (`slowMake`), bytes and hash, over generated hosts, ports and
+    /// paths: every ASCII byte in the host (the letters' edges `@`, `[`, `` ` ``, `{` among
+    /// them), ports of 1 to 5 digits and the defaults, non-ASCII hosts (the general path).
+    func testTheOnePassWriterSpellsWhatStringOperationsSpell() {
+        var rng = SystemRandomNumberGenerator()
+        let hostBytes = Array(0x21...0x7E).map { Character(Unicode.Scalar(UInt8($0))) }
+        let ports: [UInt16?] = [nil, 80, 443, 0, 1, 9, 10, 99, 100, 999, 1000, 8080, 9999, 10000, 18632, 65535]
+        var checked = 0
+        for i in 0..<4000 {
+            let scheme: Scheme = Bool.random(using: &rng) ? .http : .https
+            var host = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in hostBytes.randomElement(using: &rng)! })
+            if i % 10 == 0 { host += ["\u{130}", "é", "Ö", "\u{1F600}"].randomElement(using: &rng)! }
+            let port = ports.randomElement(using: &rng)!
+            let path = "/" + String((0..<Int.random(in: 0...60, using: &rng)).map { _ in hostBytes.randomElement(using: &rng)! })
+            let hasUpper = host.utf8.contains { $0 >= 0x41 && $0 <= 0x5A }
+            var expected = scheme.rawValue + "://" + (hasUpper ? host.lowercased() : host)
+            if let port, port != scheme.defaultPort { expected += ":\(port)" }
+            expected += path
+            let made = URLText.make(scheme: scheme, host: host, port: port, path: path)
+            let slow = URLText.slowMake(scheme: scheme, host: host, port: port, path: path)
+            XCTAssertEqual(made.string, expected, "host \(host.debugDescription) port \(String(describing: port))")
+            XCTAssertEqual(made.count, expected.utf8.count)
+            XCTAssertEqual(made.hash, SipHash.hash(expected), expected)
+            XCTAssertTrue(made.bytesEqual(slow), expected)
+            XCTAssertEqual(made.hash, slow.hash, expected)
+            checked += 1
+        }
+        XCTAssertEqual(checked, 4000)
+    }
 }
 
 /// Request collapsing keys fills, and the entry table its entries, by their keys' hashes

@@ -38,9 +38,25 @@ final class SipHashTests: XCTestCase {
         ]
         for (bytes, want) in cases {
             XCTAssertEqual(bytes.withUnsafeBytes { SipHash.hash($0, key: zero) }, want, "SipHash-1-3 of \(bytes.count) bytes")
+            XCTAssertEqual(bytes.withUnsafeBytes { SipHash.hash13($0, key: zero) }, want, "hash13 of \(bytes.count) bytes")
         }
         XCTAssertEqual(SipHash.hash("http://127.0.0.1:18632/small?r=x&t=1&n=12345", key: zero), 0xeeb6_e446_e51a_d1b4,
                        "a String's UTF-8, hashed in place")
+    }
+
+    /// `hash13` (its rounds unrolled) against the general function with the same rounds, for
+    /// every length from 0 to 80 bytes (each tail length, each word count) under random keys.
+    func testTheUnrolledSipHash13IsTheGeneralOne() {
+        var rng = SystemRandomNumberGenerator()
+        for n in 0...80 {
+            for _ in 0..<8 {
+                let bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                let key = (rng.next() as UInt64, rng.next() as UInt64)
+                bytes.withUnsafeBytes { b in
+                    XCTAssertEqual(SipHash.hash13(b, key: key), SipHash.hash(b, key: key, compression: 1, finalization: 3), "\(n) bytes")
+                }
+            }
+        }
     }
 
     /// The process's key is drawn, not fixed: the same URL hashes differently under it than
