@@ -207,8 +207,8 @@ public struct ResponseCache {
     private var urls: [CacheKey: URLState] = [:]
     /// The last dates the store read (`Facts`), by their text.
     private var dates = HTTPDateMemo()
-    /// Keys being filled (by `FillID`: their hashes), and how many lookups wait on each.
-    private var fills: [FillID: Int] = [:]
+    /// Keys being filled (by their hashes, as `FillID`), and how many lookups wait on each.
+    private var fills = FillTable()
 
     public init(limits: Limits = Limits(), heuristicPercent: Int? = nil) {
         self.limits = limits
@@ -276,24 +276,17 @@ public struct ResponseCache {
         if collapses {
             // One hash and probe: the key's fill counted one more waiter, or registered (0 waiters).
             // (A fill that collapses may always be waited on: `collapses` implies `mayWait`.)
-            if Self.joinOrRegister(&fills[key.fillID, default: -1]) {
+            if fills.joinOrRegister(key.hash64) {
                 counters.collapsed += 1
                 return .wait(key)
             }
-        } else if mayWait, let waiting = fills[key.fillID] {
-            fills[key.fillID] = waiting + 1
+        } else if mayWait, fills.waiters(key.hash64) != nil {
+            fills.join(key.hash64)
             counters.collapsed += 1
             return .wait(key)
         }
         return .forward(Fill(key: key, conditionalFields: conditional, requestTime: now, forward: forward,
                              revalidates: revalidates, collapses: collapses, stores: stores))
-    }
-
-    /// `waiters` of a key's fill (-1: none in flight, just inserted): one more waiter and true,
-    /// or the fill registered with none and false.
-    private static func joinOrRegister(_ waiters: inout Int) -> Bool {
-        waiters += 1
-        return waiters > 0
     }
 
     /// The head `entry` is served with at `age`: the stored one without the fields it may have
@@ -395,7 +388,7 @@ public struct ResponseCache {
 
     private mutating func release(_ fill: Fill) -> Int {
         guard fill.collapses else { return 0 }
-        return fills.removeValue(forKey: fill.key.fillID) ?? 0
+        return fills.remove(fill.key.hash64) ?? 0
     }
 
     /// What an entry holds besides its block's bytes and its body: the block's own header
