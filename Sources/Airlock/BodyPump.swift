@@ -47,20 +47,13 @@ enum BodyPump {
     @inline(__always)
     static func relay(from src: Stream, to dst: Stream, decoder: inout BodyDecoder, out: OutFraming,
                       bounded: Bool = true, highWatermark: Int, sample: ResponseValidation? = nil,
-                      tee: CacheState? = nil, counted: (Int) -> Void) throws(WireError) {
+                      tee: Exchange? = nil, counted: (Int) -> Void) throws(WireError) {
         let chunked = out == .chunked
         try BodyPump.pump(src, &decoder, end: { if chunked { dst.write(ChunkedEncoder.last) } }) { n in
             if let sample, sample.sampleRoom > 0 {
                 src.withInput(max: min(n, sample.sampleRoom)) { sample.body.append(contentsOf: $0) }
             }
-            if let tee, tee.teeing {   // a copy for the response cache, up to its `max_object`
-                if tee.body.count + n <= tee.maxObject {
-                    src.copyInput(n, appendingTo: &tee.body)
-                } else {
-                    tee.teeing = false
-                    tee.body = []
-                }
-            }
+            if let tee { tee.teeResponseBody(src, n) }   // a copy for the response cache, up to its `max_object`
             if chunked { dst.write(ChunkedEncoder.chunkHeader(size: n)) }
             src.moveInput(n, to: dst)
             if chunked { dst.write(ChunkedEncoder.chunkTrailer) }

@@ -4,13 +4,19 @@ import AirlockSession
 import AirlockWire
 import Glibc
 
-/// What an exchange on a route with a cache (`routes[].cache`) knows of it.
-final class CacheState {
+/// What an exchange on a route with a cache (`routes[].cache`) knows of it: held inline in the
+/// exchange (`Exchange.cache`), `active` from its lookup on, and changed in place there. As a
+/// class, each cache phase retained and released it, and its allocation and release were the
+/// miss path's own; as an optional struct, every access asked an outlined function for its
+/// case (~330 instructions a miss).
+struct CacheState {
+    /// The exchange's route has a cache and it looked up: what follows is set.
+    private(set) var active = false
     /// The request's absolute URL, as the key of its entry without a variant (`CacheKey.of`).
-    let key: CacheKey
+    private(set) var key: CacheKey?
     /// The route's cache on this worker when the exchange looked up: every later step of the
     /// exchange goes to this one (after a reload, the retired one).
-    let routeCache: RouteCache
+    private(set) var routeCache: RouteCache?
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
     /// The upstream's head as it came (stored without Airlock's own fields).
@@ -26,9 +32,13 @@ final class CacheState {
     /// It waited for another request's fill.
     var collapsed = false
 
-    init(key: CacheKey, routeCache: RouteCache) {
+    init() {}
+
+    /// The lookup's start: the key and the route's cache, kept for the exchange's later steps.
+    mutating func begin(key: CacheKey, routeCache: RouteCache) {
         self.key = key
         self.routeCache = routeCache
+        active = true
     }
 }
 
@@ -43,44 +53,39 @@ extension Exchange {
     /// The lookup: true when the exchange is answered (a hit, `only-if-cached`) or waits for
     /// another's fill; false when it goes upstream.
     func cacheLookup(joinFill: Bool = true) -> Bool {
-        // The key lives in the state, made once (a waiter's second lookup reuses it), and is
-        // read from there rather than held in a local beside it (a copy: a retain and a
-        // release of its text and variant).
-        let state: CacheState
-        if let existing = cache {
-            state = existing
-        } else {
+        // The key is made once, into the state (a waiter's second lookup reuses it).
+        if !cache.active {
             let worker = self.worker
             guard let key = worker.phases.requestCacheFilter(self) else { return false }
-            state = CacheState(key: key, routeCache: worker.routeCache(routeRef))
-            cache = state
+            cache.begin(key: key, routeCache: worker.routeCache(routeRef))
         }
         let now = Int64(time(nil))
-        let lookup = worker.withCache(state.routeCache) { c in
-            state.maxObject = c.limits.maxObject
-            return c.lookup(key: state.key, request: request, now: now, joinFill: joinFill)
+        let lookup = worker.withCache(cache.routeCache.unsafelyUnwrapped) { c in
+            cache.maxObject = c.limits.maxObject
+            return c.lookup(key: cache.key.unsafelyUnwrapped, request: request, now: now, joinFill: joinFill)
         }
         switch lookup {
         case .hit(let hit):
-            state.status = hit.status
-            state.hit = hit
+            cache.status = hit.status
+            cache.hit = hit
             run(machine.answeredFromCache())
             return true
         case .forward(let fill):
-            state.fill = fill
-            state.status = CacheStatus(fwd: fill.forward, collapsed: state.collapsed)
+            cache.status = CacheStatus(fwd: fill.forward, collapsed: cache.collapsed)
+            cache.fill = fill
             return false
         case .wait(let key):
-            state.collapsed = true
+            cache.collapsed = true
             worker.waitForFill(key, self)
             return true
         case .bypass(let status):
-            state.status = status
+            cache.status = status
             return false
         case .onlyIfCached(let status):
-            state.status = status
+            cache.status = status
             respond(GatewayError(.notCached, status: 504,
-                                 message: "only-if-cached, and the route's cache holds nothing usable for \(state.key.url)", source: .client))
+                                 message: "only-if-cached, and the route's cache holds nothing usable for \(cache.key.unsafelyUnwrapped.url)",
+                                 source: .client))
             return true
         }
     }
@@ -96,18 +101,18 @@ extension Exchange {
     /// freshens the stored response, which is served (true: the head is not relayed). Otherwise
     /// the head carries `Cache-Status`, and a fill that may store copies the body as it goes.
     func cacheResponseStarted(_ head: ResponseHead) -> Bool {
-        guard let state = cache else { return false }
-        if let fill = state.fill {
+        guard cache.active else { return false }
+        if let fill = cache.fill {
             if head.status == 304 && fill.revalidates {
-                state.fill = nil
+                cache.fill = nil
                 let now = Int64(time(nil))
-                let done = worker.withCache(state.routeCache) {
+                let done = worker.withCache(cache.routeCache.unsafelyUnwrapped) {
                     $0.complete(fill, request: request, response: head, body: [], validated: true, now: now)
                 }
                 worker.fillEnded(fill, stored: true)
                 if case .refreshed(let hit) = done.outcome {
-                    state.hit = hit   // (its `notModified` is the completion's)
-                    state.status = done.status
+                    cache.hit = hit   // (its `notModified` is the completion's)
+                    cache.status = done.status
                     run(machine.answeredFromCache())
                 } else {
                     // The entry went (purged or replaced) while it was revalidated: the 304 answers a
@@ -118,15 +123,15 @@ extension Exchange {
                 }
                 return true
             }
-            state.upstreamHead = head
-            state.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: state.maxObject)
+            cache.upstreamHead = head
+            cache.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: cache.maxObject)
             // The copy's room at once when the length is declared (the filter checked it against
             // `max_object`), not grown as the body arrives.
-            if state.teeing, case .length(let n) = head.declaredFraming { state.body.reserveCapacity(Int(n)) }
+            if cache.teeing, case .length(let n) = head.declaredFraming { cache.body.reserveCapacity(Int(n)) }
         }
         // Written with the head (`writeResponseHead`), not added to it: the relayed head's
         // fields are shared with `upstreamHead`, and appending would copy them.
-        if state.status != nil { state.status!.fwdStatus = state.fill != nil ? head.status : nil }
+        if cache.status != nil { cache.status!.fwdStatus = cache.fill != nil ? head.status : nil }
         return false
     }
 
@@ -134,42 +139,41 @@ extension Exchange {
     /// route's validators): stored if `ResponseCache` allows it and the validators passed it.
     func cacheResponseEnded() {
         // Moved out of the state (take, swap): no copies of the head and body to release again.
-        guard let state = cache, let fill = state.fill.take() else { return }
+        guard cache.active, let fill = cache.fill.take() else { return }
         var stored = false
-        if state.teeing, state.upstreamHead != nil {
+        if cache.teeing, cache.upstreamHead != nil {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
-            var body: [UInt8]? = []
-            swap(&body!, &state.body)
-            let done = worker.withCache(state.routeCache) {
+            let done = worker.withCache(cache.routeCache.unsafelyUnwrapped) {
                 // Teeing: the response cache filter found no field refusal. The head and body
-                // are handed over (`take`): the entry copies them into its block, and the
-                // head's arrays are left to the relayed head, which shares them and which the
-                // worker recycles for a later parse when the exchange ends.
-                $0.complete(fill, request: request, response: state.upstreamHead.take()!, body: body.take()!, validated: validated,
-                            now: now, fieldsChecked: true)
+                // are handed over (`take`, `swap`): the entry copies them into its block, and
+                // the head's arrays are left to the relayed head, which shares them and which
+                // the worker recycles for a later parse when the exchange ends.
+                var body: [UInt8] = []
+                swap(&body, &cache.body)
+                return $0.complete(fill, request: request, response: cache.upstreamHead.take()!, body: body, validated: validated,
+                                   now: now, fieldsChecked: true)
             }
             if case .stored = done.outcome { stored = true }
         } else {
-            _ = worker.withCache(state.routeCache) { $0.abandon(fill) }
+            _ = worker.withCache(cache.routeCache.unsafelyUnwrapped) { $0.abandon(fill) }
+            cache.body = []
         }
-        state.body = []
         worker.fillEnded(fill, stored: stored)
     }
 
     /// The exchange ends: a fill that did not complete releases its waiters (they go upstream
     /// themselves), and an unsafe method's success invalidates the URL (RFC 9111 4.4).
     func cacheExchangeEnded(_ end: ExchangeEnd) {
-        guard let state = cache else { return }
-        if let fill = state.fill {
-            state.fill = nil
-            _ = worker.withCache(state.routeCache) { $0.abandon(fill) }
+        guard cache.active else { return }
+        if let fill = cache.fill.take() {
+            _ = worker.withCache(cache.routeCache.unsafelyUnwrapped) { $0.abandon(fill) }
             worker.fillEnded(fill, stored: false)
         }
         if case .completed = end, request.method != .get, request.method != .head, let head = response {
             // In the route's cache as it is now (a reload since the lookup made a new one), if any.
             if let current = worker.caches[routeRef.config.name] {
-                _ = worker.withCache(current) { $0.invalidate(method: request.method, url: state.key.url, response: head) }
+                _ = worker.withCache(current) { $0.invalidate(method: request.method, url: cache.key.unsafelyUnwrapped.url, response: head) }
             }
         }
     }
@@ -178,11 +182,10 @@ extension Exchange {
     /// for) with `Age` and `Cache-Status`, then the stored body, written whole (at most
     /// `max_object`); an upstream that answered a revalidation with 304 goes back to the pool.
     func deliverCached() {
-        guard let state = cache, let hit = state.hit else { return }
-        state.hit = nil
+        guard cache.active, let hit = cache.hit.take() else { return }
         releaseUpstream(bodyReadToEnd: true)
         let head = hit.notModified ? ResponseCache.notModifiedHead(hit.head) : hit.head
-        if state.status == nil { state.status = hit.status }   // written with the head
+        if cache.status == nil { cache.status = hit.status }   // written with the head
         let framing = head.framing(requestMethod: request.method)
         response = head
         responseStatus = head.status
@@ -198,5 +201,17 @@ extension Exchange {
             bytesOut += UInt64(hit.bodyCount)
         }
         run(machine.responseComplete())
+    }
+
+    /// `BodyPump.relay`'s tee: `n` bytes of `src`'s input copied into the body kept for the
+    /// store, up to `max_object` (past it, the copy stops and is dropped).
+    func teeResponseBody(_ src: Stream, _ n: Int) {
+        guard cache.teeing else { return }
+        if cache.body.count + n <= cache.maxObject {
+            src.copyInput(n, appendingTo: &cache.body)
+        } else {
+            cache.teeing = false
+            cache.body = []
+        }
     }
 }

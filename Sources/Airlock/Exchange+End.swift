@@ -25,7 +25,7 @@ extension Exchange {
     /// The response's last byte is relayed: the machine says whether the exchange ends, or the
     /// client's body is still coming and its rest is judged first (`judgeRestOfRequestBody`).
     func responseDelivered() {
-        if cache != nil { cacheResponseEnded() }   // the store decision
+        if cache.active { cacheResponseEnded() }   // the store decision
         run(machine.responseComplete())
     }
 
@@ -43,7 +43,7 @@ extension Exchange {
         }
         client.exchangeDetached(self)
         releaseAdmission()
-        if cache != nil { cacheExchangeEnded(end) }
+        if cache.active { cacheExchangeEnded(end) }
         worker.phases.logging(self, RequestSummary(id: id, request: request, client: client.peer,
                                                    intercepted: intercepted), end)
         client.exchangeEnded(self, end)

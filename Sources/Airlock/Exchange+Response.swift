@@ -69,7 +69,7 @@ extension Exchange {
             }
             if head.status >= 200 {   // interim heads (100, 103) are ours to absorb
                 startResponse(head)
-                if cache != nil, cacheResponseStarted(head) { return }   // a 304 freshened the stored response
+                if cache.active, cacheResponseStarted(head) { return }   // a 304 freshened the stored response
             }
             run(machine.responseHeadReceived(status: head.status, validates: route.validator != nil)) {
                 GatewayError(.upstreamMalformed, status: ExchangeMachine.UpstreamFailure.malformed.status,
@@ -108,7 +108,7 @@ extension Exchange {
                                  viaToken: worker.context.viaToken, viaToken11: worker.context.via11,
                                  idSerial: id.serial, clientID: id.client, idPrefix: worker.idPrefix, into: &worker.headWriter) { w in
             // A cached route's responses say what the cache did (RFC 9211).
-            if let status = cache?.status { status.write(into: &w) }
+            if let status = cache.status { status.write(into: &w) }
         }
         worker.headWriter.withBytes { clientStream.write($0) }
     }
@@ -122,7 +122,7 @@ extension Exchange {
         do throws(WireError) {
             try BodyPump.relay(from: u.stream, to: clientStream, decoder: &responseDecoder, out: responseOut,
                           bounded: bounded, highWatermark: ClientConnection.writeHighWatermark, sample: validation,
-                               tee: cache) { n in
+                               tee: cache.active ? self : nil) { n in
                 bytesOut += UInt64(n)
             }
         } catch {
@@ -142,7 +142,7 @@ extension Exchange {
     /// the bytes, both sides plain), so the upstream reads once per event and little of the body
     /// is copied before the splice starts (`Stream.spliceExpected`).
     func expectSplice(_ u: UpstreamConnection) {
-        u.stream.spliceExpected = worker.limits.splice && route.validator == nil && cache == nil
+        u.stream.spliceExpected = worker.limits.splice && route.validator == nil && !cache.active
             && u.stream.isPlainTCP && clientStream.isPlainTCP
     }
 
@@ -152,7 +152,7 @@ extension Exchange {
                            plainBothSides: upstream?.stream.isPlainTCP == true && clientStream.isPlainTCP,
                            inputBuffered: upstream?.stream.inputLength ?? 0,
                            validating: machine.response == .validating,
-                           sampling: (validation?.sampleRoom ?? 0) > 0, teeing: cache?.teeing == true,
+                           sampling: (validation?.sampleRoom ?? 0) > 0, teeing: cache.teeing,
                            inFraming: responseFraming, out: responseOut)
     }
 

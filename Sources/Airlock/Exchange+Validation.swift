@@ -83,9 +83,9 @@ extension Exchange {
         responseOut = framing == .none ? .none : .length
         clientKeepAlive = machine.clientKeepAlive(requestKeepAlive: request.keepAlive, clientContinues: client.clientContinues)
         writeResponseHead(framing: framing)
-        if let state = cache, state.fill != nil {   // what the client gets is what may be stored
-            state.body = body
-            state.teeing = body.count <= state.maxObject
+        if cache.fill != nil {   // what the client gets is what may be stored
+            cache.body = body
+            cache.teeing = body.count <= cache.maxObject
         }
         if v.rejection == nil {
             v.body = []

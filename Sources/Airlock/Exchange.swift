@@ -117,7 +117,7 @@ final class Exchange {
     /// Set at the first cut mid-body of a response (`Exchange+Resume`).
     var resumption: Resumption?
     /// Set on routes with a `cache:` block (`Exchange+Cache`).
-    var cache: CacheState?
+    var cache = CacheState()
     /// It came inside an intercepted CONNECT's TLS session (its URL is `https`).
     let intercepted: Bool
 

@@ -252,7 +252,7 @@ final class GatewayPhases: ProxyPhases {
         // A resumed download asks for the rest (`Exchange+Resume`): the same request with `Range`.
         if let resumed = ex.resumption?.request {
             upstreamRequestHead(ex, resumed, into: &w)
-        } else if let filled = ex.cache?.fill?.upstreamRequest(ex.request) {   // the cache's validators (`Exchange+Cache`)
+        } else if let filled = ex.cache.fill?.upstreamRequest(ex.request) {   // the cache's validators (`Exchange+Cache`)
             upstreamRequestHead(ex, filled, into: &w)
         } else {
             upstreamRequestHead(ex, ex.request, into: &w)
