@@ -170,7 +170,7 @@ extension Exchange {
             _ = worker.withCache(cache.routeCache.unsafelyUnwrapped) { $0.abandon(fill) }
             worker.fillEnded(fill, stored: false)
         }
-        if case .completed = end, request.method != .get, request.method != .head, let head = response {
+        if case .completed = end, !request.method.isGetOrHead, let head = response {
             // In the route's cache as it is now (a reload since the lookup made a new one), if any.
             if let current = worker.caches[routeRef.config.name] {
                 _ = worker.withCache(current) { $0.invalidate(method: request.method, url: cache.key.unsafelyUnwrapped.url, response: head) }

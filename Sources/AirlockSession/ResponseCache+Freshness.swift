@@ -103,7 +103,7 @@ extension ResponseCache {
 
     /// `fieldRefusal` over the response's `Cache-Control` already parsed (`refusal` reads it too).
     static func fieldRefusal(request: RequestHead, response: ResponseHead, responseControl rcc: CacheControl) -> CacheRefusal? {
-        guard request.method == .get else { return .method }
+        guard request.method.isGet else { return .method }
         guard response.status >= 200, response.status != 206, response.status != 304 else { return .status }
         let qcc = CacheControl(request.headers)
         if rcc.noStore || qcc.noStore { return .noStore }
@@ -177,7 +177,7 @@ extension ResponseCache {
     /// stored `ETag`); otherwise `If-Modified-Since` holds when the stored `Last-Modified` (or,
     /// without one, its `Date`) is not later. An invalid condition is ignored.
     public static func notModified(request: RequestHead, stored: ResponseHead) -> Bool {
-        guard request.method == .get || request.method == .head else { return false }
+        guard request.method.isGetOrHead else { return false }
         // Most requests have neither condition: one test says so.
         guard request.headers.contains(.ifNoneMatch) || request.headers.contains(.ifModifiedSince) else { return false }
         let inm = request.headers.values(.ifNoneMatch)

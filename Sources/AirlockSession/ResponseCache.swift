@@ -230,11 +230,11 @@ public struct ResponseCache {
 
     /// `lookup(url:…)` with the URL's key (`CacheKey.of`, no variant) already made.
     public mutating func lookup(key base: CacheKey, request: RequestHead, now: Int64, joinFill: Bool = true) -> Lookup {
-        guard request.method == .get || request.method == .head else { return .bypass(CacheStatus(fwd: .method)) }
+        guard request.method.isGetOrHead else { return .bypass(CacheStatus(fwd: .method)) }
         guard !request.headers.contains(.range) else { return .bypass(CacheStatus(fwd: .bypass)) }
         let names = urls.isEmpty ? nil : urls[base]?.vary
         let key = names.map { base.variant(CacheKey.variant(names: $0, request: request)) } ?? base
-        let stores = request.method == .get
+        let stores = request.method.isGet
         let asked = CacheControl(request.headers)
 
         guard let entry = entry(for: key) else {

@@ -4,6 +4,21 @@ public enum Method: Sendable, Equatable, Hashable {
     /// Any other valid token.
     case other(String)
 
+    /// GET, by pattern: the derived `==` is a call (a `String` payload may have to be
+    /// compared), and the response cache asks on every request.
+    @inlinable public var isGet: Bool {
+        if case .get = self { return true }
+        return false
+    }
+
+    /// GET or HEAD (the methods a cache answers), by pattern.
+    @inlinable public var isGetOrHead: Bool {
+        switch self {
+        case .get, .head: return true
+        default: return false
+        }
+    }
+
     /// Maps a name to its case, so that `Method(name: "GET") == .get`. The name is not validated.
     public init(name: String) {
         switch name {

@@ -71,6 +71,18 @@ final class RequestLineTests: XCTestCase {
                         .badMethod, status: 400)
     }
 
+    /// `isGet` and `isGetOrHead` (the cache's questions, by pattern) agree with `==` for every
+    /// method, and a token that only spells like one (`.other`) is not it.
+    func testTheCachesMethodPredicatesAgreeWithEquality() {
+        let all: [Method] = [.get, .head, .post, .put, .delete, .options, .patch, .trace, .connect,
+                             .other("GET"), .other("HEAD"), .other("get"), .other("PURGE")]
+        for m in all {
+            XCTAssertEqual(m.isGet, m == .get, "\(m)")
+            XCTAssertEqual(m.isGetOrHead, m == .get || m == .head, "\(m)")
+        }
+        XCTAssertEqual(all.filter(\.isGetOrHead).count, 2)
+    }
+
     func testMethodsAreCaseSensitiveTokens() throws {
         XCTAssertEqual(try request("get / HTTP/1.1\r\nHost: a\r\n\r\n").method, .other("get"))
         XCTAssertEqual(try request("PURGE / HTTP/1.1\r\nHost: a\r\n\r\n").method, .other("PURGE"))
