@@ -5,10 +5,16 @@
 /// - `nodes`: one 24-byte node per slot (the entry, its key's hash, its neighbours in the
 ///   recency list), where `BoundedLRU` keeps four arrays (four lines touched per slot).
 /// - `buckets`: open addressing with linear probing, each bucket one word: the hash's low 32
-///   bits over the slot + 1 (0: empty), at most half full. A probe reads one line and compares
-///   hashes in it; only a bucket whose 32 bits match reads its node, to compare all 64.
-///   Removal shifts the probe's later buckets back (no tombstones), by the low bits they carry.
-///   A `Dictionary<FillID, Int>` read a bitmap, a key and a value line per probe.
+///   bits over the slot + 1 (0: empty), at most half full. Only a bucket whose 32 bits match
+///   reads its node, to compare all 64. Removal shifts the probe's later buckets back (no
+///   tombstones), by the low bits they carry. A `Dictionary<FillID, Int>` read a bitmap, a key
+///   and a value line per probe.
+/// - `tags`: one byte per bucket, read before it: 0 for an empty bucket, else the hash's top 7
+///   bits (and the high bit set). A probe walks the tags and reads a bucket only where its tag
+///   matches, so a key that is not there (every miss) reads no bucket at all: the tags of
+///   ~100,000 entries are 256 KiB, which stay in the processor's caches between lookups, where
+///   the buckets (2 MiB) did not (perf: the lookup's one bucket read was ~0.18 us of a miss,
+///   a line from memory).
 ///
 /// Two keys may share a hash (`ResponseCache` confirms an entry's own key): the table holds one
 /// entry per hash.
@@ -23,6 +29,7 @@ struct EntryTable {
     private var nodes: [Node] = []
     private var freeSlots: [Int32] = []
     private var buckets: [UInt64] = Array(repeating: 0, count: 16)
+    private var tags: [UInt8] = Array(repeating: 0, count: 16)
     private var mask = 15
     private var head: Int32 = -1   // most recent
     private var tail: Int32 = -1   // least recent
@@ -34,17 +41,26 @@ struct EntryTable {
 
     private static func home(_ low: UInt64, _ mask: Int) -> Int { Int(truncatingIfNeeded: low) & mask }
 
+    /// `hash`'s tag: its top 7 bits, never 0 (the bits the home bucket is taken from are others).
+    static func tag(_ hash: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: hash >> 57) | 0x80 }
+
     /// The bucket holding `hash`'s slot, if any.
     private func bucket(of hash: UInt64) -> Int? {
         let low = hash & 0xFFFF_FFFF
+        let tag = Self.tag(hash)
         var i = Self.home(low, mask)
-        return buckets.withUnsafeBufferPointer { b in
-            nodes.withUnsafeBufferPointer { n in
-                while true {
-                    let word = b[i]
-                    if word == 0 { return nil }
-                    if word >> 32 == low, n[Int(word & 0xFFFF_FFFF) - 1].hash == hash { return i }
-                    i = (i + 1) & mask
+        return tags.withUnsafeBufferPointer { t in
+            buckets.withUnsafeBufferPointer { b in
+                nodes.withUnsafeBufferPointer { n in
+                    while true {
+                        let seen = t[i]
+                        if seen == 0 { return nil }
+                        if seen == tag {
+                            let word = b[i]
+                            if word >> 32 == low, n[Int(word & 0xFFFF_FFFF) - 1].hash == hash { return i }
+                        }
+                        i = (i + 1) & mask
+                    }
                 }
             }
         }
@@ -55,45 +71,54 @@ struct EntryTable {
         let low = hash & 0xFFFF_FFFF
         var i = Self.home(low, mask)
         let m = mask
-        buckets.withUnsafeMutableBufferPointer { b in
-            while b[i] != 0 { i = (i + 1) & m }
-            b[i] = low << 32 | UInt64(slot + 1)
+        tags.withUnsafeMutableBufferPointer { t in
+            while t[i] != 0 { i = (i + 1) & m }
+            t[i] = Self.tag(hash)
         }
+        buckets[i] = low << 32 | UInt64(slot + 1)
     }
 
     /// Empties bucket `i`, moving later buckets of its probe run back so none is cut off from
     /// its home.
     private mutating func unindex(bucket i: Int) {
         let m = mask
-        buckets.withUnsafeMutableBufferPointer { b in
-            var hole = i
-            var j = i
-            while true {
-                j = (j + 1) & m
-                let word = b[j]
-                if word == 0 { break }
-                let k = Self.home(word >> 32, m)
-                // `word` stays where it is if its home lies cyclically in (hole, j].
-                let stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j)
-                if !stays {
-                    b[hole] = word
-                    hole = j
+        tags.withUnsafeMutableBufferPointer { t in
+            buckets.withUnsafeMutableBufferPointer { b in
+                var hole = i
+                var j = i
+                while true {
+                    j = (j + 1) & m
+                    if t[j] == 0 { break }
+                    let word = b[j]
+                    let k = Self.home(word >> 32, m)
+                    // `word` stays where it is if its home lies cyclically in (hole, j].
+                    let stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j)
+                    if !stays {
+                        b[hole] = word
+                        t[hole] = t[j]
+                        hole = j
+                    }
                 }
+                b[hole] = 0
+                t[hole] = 0
             }
-            b[hole] = 0
         }
     }
 
     private mutating func grow() {
-        let old = buckets
+        let old = buckets, oldTags = tags
         buckets = Array(repeating: 0, count: old.count * 2)
+        tags = Array(repeating: 0, count: old.count * 2)
         mask = buckets.count - 1
         let m = mask
-        buckets.withUnsafeMutableBufferPointer { b in
-            for word in old where word != 0 {
-                var i = Self.home(word >> 32, m)
-                while b[i] != 0 { i = (i + 1) & m }
-                b[i] = word
+        tags.withUnsafeMutableBufferPointer { t in
+            buckets.withUnsafeMutableBufferPointer { b in
+                for (word, tag) in zip(old, oldTags) where tag != 0 {
+                    var i = Self.home(word >> 32, m)
+                    while t[i] != 0 { i = (i + 1) & m }
+                    b[i] = word
+                    t[i] = tag
+                }
             }
         }
     }

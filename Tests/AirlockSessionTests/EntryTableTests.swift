@@ -13,9 +13,10 @@ final class EntryTableTests: XCTestCase {
     }
 
     func testItAnswersAsAModelDoesUnderCollidingHashes() {
-        // 160 hashes: 40 low halves (some equal modulo every table size, some neighbours, one at
-        // the top of the range so runs wrap), each with 4 high halves (same bucket bits, same
-        // 32-bit tag, different keys).
+        // 240 hashes: 40 low halves (some equal modulo every table size, some neighbours, one at
+        // the top of the range so runs wrap), each with 6 high halves (same bucket bits, same
+        // low 32 bits, different keys): 4 with the same top bits (one `EntryTable.tag`), 2 with
+        // others (tags that differ within one probe run).
         var lows: [UInt64] = []
         for i in 0..<10 { lows.append(UInt64(7 + 64 * i)) }           // one home in every table size
         for i in 10..<20 { lows.append(UInt64(i)) }                   // neighbours
@@ -24,6 +25,7 @@ final class EntryTableTests: XCTestCase {
         var hashes: [UInt64] = []
         for low in lows {
             for high in 1...4 { hashes.append(UInt64(high * 0x9E37) << 32 | low) }
+            for high in 1...2 { hashes.append(UInt64(high) << 58 | UInt64(high * 0x9E37) << 32 | low) }
         }
         var table = EntryTable()
         var model: [UInt64: ResponseCache.Entry] = [:]
