@@ -19,8 +19,6 @@ struct CacheState {
     private(set) var routeCache: RouteCache?
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
-    /// The upstream's head as it came (stored without Airlock's own fields).
-    var upstreamHead: ResponseHead?
     /// The body copied while it is relayed, for the store; `teeing` stops past `max_object`.
     var body: [UInt8] = []
     var teeing = false
@@ -123,14 +121,13 @@ extension Exchange {
                 }
                 return true
             }
-            cache.upstreamHead = head
             cache.teeing = fill.stores && worker.phases.responseCacheFilter(self, head, maxObject: cache.maxObject)
             // The copy's room at once when the length is declared (the filter checked it against
             // `max_object`), not grown as the body arrives.
             if cache.teeing, case .length(let n) = head.declaredFraming { cache.body.reserveCapacity(Int(n)) }
         }
         // Written with the head (`writeResponseHead`), not added to it: the relayed head's
-        // fields are shared with `upstreamHead`, and appending would copy them.
+        // fields are shared with the response head the store reads, and appending would copy them.
         if cache.status != nil { cache.status!.fwdStatus = cache.fill != nil ? head.status : nil }
         return false
     }
@@ -138,20 +135,20 @@ extension Exchange {
     /// The store decision, once the response body is whole (relayed, or delivered after the
     /// route's validators): stored if `ResponseCache` allows it and the validators passed it.
     func cacheResponseEnded() {
-        // Moved out of the state (take, swap): no copies of the head and body to release again.
         guard cache.active, let fill = cache.fill.take() else { return }
         var stored = false
-        if cache.teeing, cache.upstreamHead != nil {
+        if cache.teeing, response != nil {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
             let done = worker.withCache(cache.routeCache.unsafelyUnwrapped) {
-                // Teeing: the response cache filter found no field refusal. The head and body
-                // are handed over (`take`, `swap`): the entry copies them into its block, and
-                // the head's arrays are left to the relayed head, which shares them and which
-                // the worker recycles for a later parse when the exchange ends.
+                // Teeing: the response cache filter found no field refusal. The store reads the
+                // response head as it came (`response`, never changed once set: the relayed
+                // fields are written beside it) and the body, handed over (`swap`); the entry
+                // copies both into its block, so the head's arrays go back to the relayed head,
+                // which the worker recycles for a later parse when the exchange ends.
                 var body: [UInt8] = []
                 swap(&body, &cache.body)
-                return $0.complete(fill, request: request, response: cache.upstreamHead.take()!, body: body, validated: validated,
+                return $0.complete(fill, request: request, response: response.unsafelyUnwrapped, body: body, validated: validated,
                                    now: now, fieldsChecked: true)
             }
             if case .stored = done.outcome { stored = true }
