@@ -91,9 +91,7 @@ struct EntryTable {
                     if t[j] == 0 { break }
                     let word = b[j]
                     let k = Self.home(word >> 32, m)
-                    // `word` stays where it is if its home lies cyclically in (hole, j].
-                    let stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j)
-                    if !stays {
+                    if !LinearProbing.staysInPlace(home: k, hole: hole, at: j) {
                         b[hole] = word
                         t[hole] = t[j]
                         hole = j

@@ -76,9 +76,7 @@ struct FillTable {
                 j = (j + 1) & m
                 guard s[j].held != 0 else { break }
                 let k = Self.home(s[j].hash, m)
-                // The slot stays where it is if its home lies cyclically in (hole, j].
-                let stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j)
-                if !stays {
+                if !LinearProbing.staysInPlace(home: k, hole: hole, at: j) {
                     s[hole] = s[j]
                     hole = j
                 }
@@ -98,5 +96,17 @@ struct FillTable {
             while slots[i].held != 0 { i = (i + 1) & mask }
             slots[i] = slot
         }
+    }
+}
+
+/// Backward-shift removal in a linear-probing table (`EntryTable`, `FillTable`): after slot
+/// `hole` is emptied, each later occupied slot `j` of the run moves back into the hole unless
+/// it would then sit before its home.
+enum LinearProbing {
+    /// The entry at `j`, whose home slot is `home`, stays where it is: its home lies cyclically
+    /// in (hole, j].
+    @inline(__always)
+    static func staysInPlace(home k: Int, hole: Int, at j: Int) -> Bool {
+        hole <= j ? (hole < k && k <= j) : (hole < k || k <= j)
     }
 }
