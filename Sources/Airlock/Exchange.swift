@@ -20,8 +20,11 @@ final class Exchange {
     /// The client's stream and worker, held here so that the executor reaches them without
     /// going through the connection each time (a client connection is the target of weak
     /// references, so its retains take the slow path: ~5 % of a small request, measured).
+    /// The worker is held strongly (it outlives every exchange, and is no weak reference's
+    /// target): one retain per exchange, where each use of an unowned(unsafe) one was retained
+    /// and released (60 places; ~120 instructions a request).
     private unowned(unsafe) let stream: Stream?
-    private unowned(unsafe) let workerRef: Worker?
+    private let workerRef: Worker?
     var clientStream: Stream { stream.unsafelyUnwrapped }
     var worker: Worker { workerRef.unsafelyUnwrapped }
 
