@@ -166,25 +166,28 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
 
     /// `scheme://host[:port]path?query`: scheme and host lower-cased, the default port left out.
     static func make(scheme: Scheme, host: String, port: UInt16?, path: String) -> URLText {
-        // The usual host and path, contiguous UTF-8 with an ASCII host: written in one pass
-        // from borrowed bytes (no closure capturing the strings, no generic decimal), the host
-        // lower-cased byte by byte as it is copied. Anything else as `slowMake` spells it.
+        // The usual host and path, contiguous UTF-8 with an ASCII host: written from the
+        // strings' own bytes (a closure that captured the strings retained and released them).
         let fast: URLText?? = host.utf8.withContiguousStorageIfAvailable { h in
             path.utf8.withContiguousStorageIfAvailable { p in
-                make(scheme: scheme, asciiHost: UnsafeRawBufferPointer(h), port: port, path: UnsafeRawBufferPointer(p))
+                UnsafeRawBufferPointer(h).contains { $0 >= 0x80 }
+                    ? nil : make(scheme: scheme, host: UnsafeRawBufferPointer(h), port: port, path: UnsafeRawBufferPointer(p))
             } ?? nil
         }
         if let fast = fast ?? nil { return fast }
-        return slowMake(scheme: scheme, host: host, port: port, path: path)
+        // A host past ASCII with upper-case letters is lower-cased by `String` (a character's
+        // lower case may be longer), before its bytes are counted; then the same writer.
+        let lowered = host.utf8.contains { $0 &- 0x41 < 26 } ? host.lowercased() : host
+        return Array(lowered.utf8).withUnsafeBytes { h in
+            Array(path.utf8).withUnsafeBytes { p in make(scheme: scheme, host: h, port: port, path: p) }
+        }
     }
 
-    /// The fast path of `make(scheme:host:port:path:)`; nil when the host is not all ASCII
-    /// (`String.lowercased()` then decides its lower case, whose length may differ).
-    private static func make(scheme: Scheme, asciiHost host: UnsafeRawBufferPointer, port: UInt16?,
-                             path: UnsafeRawBufferPointer) -> URLText? {
-        var ascii: UInt8 = 0
-        for b in host { ascii |= b }
-        guard ascii < 0x80 else { return nil }
+    /// The URL written in one pass from the host's and path's bytes (a closure that captured
+    /// the strings retained and released them), the host's ASCII letters lower-cased as they
+    /// are copied.
+    private static func make(scheme: Scheme, host: UnsafeRawBufferPointer, port: UInt16?,
+                             path: UnsafeRawBufferPointer) -> URLText {
         let prefix: StaticString = scheme == .http ? "http://" : "https://"
         let shownPort = port.flatMap { $0 == scheme.defaultPort ? nil : $0 }
         // Room for ":65535" when a port is shown; `count` is what was written.
@@ -198,18 +201,11 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
                 bytes[at] = b &- 0x41 < 26 ? b | 0x20 : b
                 at &+= 1
             }
-            if var n = shownPort {
-                bytes[at] = UInt8(ascii: ":")
-                var digits = 1
-                var m = n
-                while m >= 10 { m /= 10; digits &+= 1 }
-                var end = at &+ 1 &+ digits
-                at = end
-                repeat {
-                    end &-= 1
-                    bytes[end] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
-                    n /= 10
-                } while n > 0
+            if let shownPort {
+                var out = TextBuilder(UnsafeMutableRawBufferPointer(start: bytes + at, count: 6))
+                out.append(":")
+                out.append(decimal: shownPort)
+                at &+= out.count
             }
             if let p = path.baseAddress { (bytes + at).update(from: p.assumingMemoryBound(to: UInt8.self), count: path.count) }
             at &+= path.count
@@ -217,29 +213,6 @@ final class URLText: ManagedBuffer<URLText.Header, UInt8> {
             header.pointee.hash = SipHash.hash13(UnsafeRawBufferPointer(start: bytes, count: at), key: SipHash.processKey)
         }
         return made
-    }
-
-    /// `make(scheme:host:port:path:)` for any host (not all ASCII) or strings whose bytes are
-    /// not contiguous.
-    static func slowMake(scheme: Scheme, host: String, port: UInt16?, path: String) -> URLText {
-        // Lower-cased only when it has upper-case letters (`lowercased()` always makes a new
-        // string), and before its length is counted.
-        let isUpper = { (c: UInt8) in c >= 0x41 && c <= 0x5A }
-        var host = host
-        if host.utf8.contains(where: isUpper) { host = host.lowercased() }
-        let portText = port.map { $0 == scheme.defaultPort ? 0 : 1 + TextBuilder.decimalCount($0) } ?? 0
-        return make(capacity: scheme.rawValue.utf8.count + 3 + host.utf8.count + portText + path.utf8.count) { out in
-            switch scheme {
-            case .http: out.append("http://")
-            case .https: out.append("https://")
-            }
-            out.append(string: host)
-            if let port, port != scheme.defaultPort {
-                out.append(":")
-                out.append(decimal: port)
-            }
-            out.append(string: path)
-        }
     }
 
     var count: Int { header.count }
