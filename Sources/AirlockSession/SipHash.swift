@@ -39,11 +39,8 @@ public enum SipHash {
 
     /// SipHash-1-3 of a string's UTF-8 under `key` (the process's by default).
     public static func hash(_ text: String, key: (UInt64, UInt64) = processKey) -> UInt64 {
-        // The rounds are constants here, so the inlined loop is unrolled to them.
-        if let h = text.utf8.withContiguousStorageIfAvailable({
-            sip(UnsafeRawBufferPointer($0), key: key, compression: 1, finalization: 3)
-        }) { return h }
-        return Array(text.utf8).withUnsafeBytes { sip($0, key: key, compression: 1, finalization: 3) }
+        if let h = text.utf8.withContiguousStorageIfAvailable({ hash13(UnsafeRawBufferPointer($0), key: key) }) { return h }
+        return Array(text.utf8).withUnsafeBytes { hash13($0, key: key) }
     }
 
     @inline(__always)
