@@ -10,13 +10,14 @@ import Glibc
 /// miss path's own; as an optional struct, every access asked an outlined function for its
 /// case (~330 instructions a miss).
 struct CacheState {
-    /// The exchange's route has a cache and it looked up: what follows is set.
-    private(set) var active = false
     /// The request's absolute URL, as the key of its entry without a variant (`CacheKey.of`).
     private(set) var key: CacheKey?
     /// The route's cache on this worker when the exchange looked up: every later step of the
     /// exchange goes to this one (after a reload, the retired one).
     private(set) var routeCache: RouteCache?
+
+    /// The exchange's route has a cache and it looked up (`begin`): what follows is set.
+    var active: Bool { routeCache != nil }
     /// The upstream request the cache takes part in (a miss or a revalidation), until it ends.
     var fill: ResponseCache.Fill?
     /// The body copied while it is relayed, for the store; `teeing` stops past `max_object`.
@@ -36,7 +37,6 @@ struct CacheState {
     mutating func begin(key: CacheKey, routeCache: RouteCache) {
         self.key = key
         self.routeCache = routeCache
-        active = true
     }
 }
 
