@@ -80,11 +80,17 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-printf '%-12s %9s %7s %9s %8s   %s\n' target "req/s" ratio "proxy us" "+us" "rounds (proxy us)"
-base_rps=""; base_us=""
+# "paired": the median of each round's difference from the first target's same round (the two
+# runs of a round are seconds apart, where the medians of one run moved ~0.4 us between runs),
+# and in how many rounds the target took more time per request than the first one.
+printf '%-12s %9s %7s %9s %8s %8s %7s   %s\n' target "req/s" ratio "proxy us" "+us" "paired" slower "rounds (proxy us)"
+base_rps=""; base_us=""; first=""
 for name in "${names[@]}"; do
   rps=$(cut -d' ' -f1 "$work/$name" | med); us=$(cut -d' ' -f2 "$work/$name" | med)
-  [ -n "$base_rps" ] || { base_rps=$rps; base_us=$us; }
-  printf '%-12s %9.0f %7.3f %9.2f %+8.2f   %s\n' "$name" "$rps" "$(awk -v a="$rps" -v b="$base_rps" 'BEGIN {print a / b}')" \
-    "$us" "$(awk -v a="$us" -v b="$base_us" 'BEGIN {print a - b}')" "$(cut -d' ' -f2 "$work/$name" | awk '{printf "%.2f ", $1}')"
+  [ -n "$base_rps" ] || { base_rps=$rps; base_us=$us; first=$name; }
+  diffs=$(paste -d' ' <(cut -d' ' -f2 "$work/$first") <(cut -d' ' -f2 "$work/$name") | awk '{print $2 - $1}')
+  slower=$(awk '$1 > 0 {n++} END {print n + 0}' <<<"$diffs")
+  printf '%-12s %9.0f %7.3f %9.2f %+8.2f %+8.2f %7s   %s\n' "$name" "$rps" "$(awk -v a="$rps" -v b="$base_rps" 'BEGIN {print a / b}')" \
+    "$us" "$(awk -v a="$us" -v b="$base_us" 'BEGIN {print a - b}')" "$(med <<<"$diffs")" "$slower/$ROUNDS" \
+    "$(cut -d' ' -f2 "$work/$name" | awk '{printf "%.2f ", $1}')"
 done
