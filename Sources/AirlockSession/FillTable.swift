@@ -56,11 +56,12 @@ struct FillTable {
         return false
     }
 
-    /// One more waiter for `hash`'s fill, which is in flight.
-    mutating func join(_ hash: UInt64) {
+    /// One probe: one more waiter for `hash`'s fill when it is in flight (true); otherwise
+    /// nothing changes (false).
+    mutating func joinIfInFlight(_ hash: UInt64) -> Bool {
         let (i, found) = find(hash)
-        precondition(found, "FillTable: join of a fill not in flight")
-        slots[i].held += 1
+        if found { slots[i].held += 1 }
+        return found
     }
 
     /// Forgets `hash`'s fill; returns how many waited for it (nil when it was not in flight).

@@ -280,8 +280,7 @@ public struct ResponseCache {
                 counters.collapsed += 1
                 return .wait(key)
             }
-        } else if mayWait, fills.waiters(key.hash64) != nil {
-            fills.join(key.hash64)
+        } else if mayWait, fills.joinIfInFlight(key.hash64) {
             counters.collapsed += 1
             return .wait(key)
         }
