@@ -34,7 +34,7 @@ struct CacheState {
     init() {}
 
     /// The lookup's start: the key and the route's cache, kept for the exchange's later steps.
-    mutating func begin(key: CacheKey, routeCache: RouteCache) {
+    mutating func begin(key: consuming CacheKey, routeCache: consuming RouteCache) {
         self.key = key
         self.routeCache = routeCache
     }
@@ -51,16 +51,24 @@ extension Exchange {
     /// The lookup: true when the exchange is answered (a hit, `only-if-cached`) or waits for
     /// another's fill; false when it goes upstream.
     func cacheLookup(joinFill: Bool = true) -> Bool {
-        // The key is made once, into the state (a waiter's second lookup reuses it).
-        if !cache.active {
-            let worker = self.worker
-            guard let key = worker.phases.requestCacheFilter(self) else { return false }
-            cache.begin(key: key, routeCache: worker.routeCache(routeRef))
-        }
+        // The key is made once, into the state (a waiter's second lookup reuses it). The first
+        // lookup reads it from here, and it moves into the state after: read from the state,
+        // it was retained and released for the call.
+        let worker = self.worker
         let now = Int64(time(nil))
-        let lookup = worker.withCache(cache.routeCache.unsafelyUnwrapped) { c in
-            cache.maxObject = c.limits.maxObject
-            return c.lookup(key: cache.key.unsafelyUnwrapped, request: request, now: now, joinFill: joinFill)
+        let lookup: ResponseCache.Lookup
+        if !cache.active {
+            guard let key = worker.phases.requestCacheFilter(self) else { return false }
+            let routeCache = worker.routeCache(routeRef)
+            lookup = worker.withCache(routeCache) { c in
+                cache.maxObject = c.limits.maxObject
+                return c.lookup(key: key, request: request, now: now, joinFill: joinFill)
+            }
+            cache.begin(key: key, routeCache: routeCache)
+        } else {
+            lookup = worker.withCache(cache.routeCache.unsafelyUnwrapped) { c in
+                c.lookup(key: cache.key.unsafelyUnwrapped, request: request, now: now, joinFill: joinFill)
+            }
         }
         switch lookup {
         case .hit(let hit):
@@ -137,20 +145,24 @@ extension Exchange {
     func cacheResponseEnded() {
         guard cache.active, let fill = cache.fill.take() else { return }
         var stored = false
-        if cache.teeing, response != nil {
+        // The response head is moved out of the exchange while the store reads it, and back:
+        // read in place from the exchange, it was copied for the call (its strings and arrays
+        // retained and released), as the store might have changed the exchange meanwhile.
+        if cache.teeing, let head = response.take() {
             let validated = validation.map { $0.rejection == nil } ?? true
             let now = Int64(time(nil))
+            // Teeing: the response cache filter found no field refusal. The store reads the
+            // response head as it came (never changed once set: the relayed fields are written
+            // beside it) and the body, handed over (`swap`); the entry copies both into its
+            // block, so the head's arrays stay the relayed head's, which the worker recycles
+            // for a later parse when the exchange ends.
             let done = worker.withCache(cache.routeCache.unsafelyUnwrapped) {
-                // Teeing: the response cache filter found no field refusal. The store reads the
-                // response head as it came (`response`, never changed once set: the relayed
-                // fields are written beside it) and the body, handed over (`swap`); the entry
-                // copies both into its block, so the head's arrays go back to the relayed head,
-                // which the worker recycles for a later parse when the exchange ends.
                 var body: [UInt8] = []
                 swap(&body, &cache.body)
-                return $0.complete(fill, request: request, response: response.unsafelyUnwrapped, body: body, validated: validated,
-                                   now: now, fieldsChecked: true)
+                return $0.complete(fill, request: request, response: head, body: body, validated: validated, now: now,
+                                   fieldsChecked: true)
             }
+            response = consume head
             if case .stored = done.outcome { stored = true }
         } else {
             _ = worker.withCache(cache.routeCache.unsafelyUnwrapped) { $0.abandon(fill) }

@@ -18,7 +18,7 @@
 ///
 /// Two keys may share a hash (`ResponseCache` confirms an entry's own key): the table holds one
 /// entry per hash.
-struct EntryTable {
+@usableFromInline struct EntryTable {
     private struct Node {
         var entry: ResponseCache.Entry?
         var hash: UInt64

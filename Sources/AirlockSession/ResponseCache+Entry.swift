@@ -58,19 +58,29 @@ extension ResponseCache {
         /// block's, the body's and `entryOverhead`.
         static func make(key: CacheKey, head: ResponseHead, body: [UInt8], requestTime: Int64, responseTime: Int64,
                          initialAge: Int64, lifetime: Int64, alwaysRevalidate: Bool, hits: Int = 0) -> Entry {
+            make(key: key, version: head.version, status: head.status, reason: head.reason, headers: head.headers,
+                 declaredFraming: head.declaredFraming, body: body, requestTime: requestTime, responseTime: responseTime,
+                 initialAge: initialAge, lifetime: lifetime, alwaysRevalidate: alwaysRevalidate, hits: hits)
+        }
+
+        /// The entry of a head given by its parts, read where they lie (a store's fields are
+        /// the response's own, or the ones it replaced them with: no head is put together).
+        static func make(key: CacheKey, version: HTTPVersion, status: Int, reason: borrowing String, headers: borrowing HTTPHeaders,
+                         declaredFraming: BodyFraming, body: borrowing [UInt8], requestTime: Int64,
+                         responseTime: Int64, initialAge: Int64, lifetime: Int64, alwaysRevalidate: Bool, hits: Int = 0) -> Entry {
             let text = key.text.count
             let variant = key.variant.utf8.count
-            let reason = head.reason.utf8.count
-            let fieldsAt = fieldsOffset(text: text, variant: variant, reason: reason)
+            let reasonCount = reason.utf8.count
+            let fieldsAt = fieldsOffset(text: text, variant: variant, reason: reasonCount)
             let inline = body.count <= inlineBodyLimit
-            let bodyAt = fieldsAt + head.headers.compactCount   // `blockBytes`
+            let bodyAt = fieldsAt + headers.compactCount   // `blockBytes`
             let capacity = bodyAt + (inline ? body.count : 0)
             let made = unsafeDowncast(Entry.create(minimumCapacity: capacity) { block in
                 EntryHeader(hash: key.hash, bytes: ResponseCache.cost(blockBytes: bodyAt, body: body.count), textCount: Int32(text),
-                            variantCount: Int32(variant), reasonCount: Int32(reason), fieldsAt: Int32(fieldsAt),
+                            variantCount: Int32(variant), reasonCount: Int32(reasonCount), fieldsAt: Int32(fieldsAt),
                             lifetime: lifetime, responseTime: responseTime, initialAge: initialAge,
-                            alwaysRevalidate: alwaysRevalidate, hits: hits, status: head.status, version: head.version,
-                            declaredFraming: head.declaredFraming, largeBody: inline ? [] : body, bodyCount: body.count,
+                            alwaysRevalidate: alwaysRevalidate, hits: hits, status: status, version: version,
+                            declaredFraming: declaredFraming, largeBody: inline ? [] : copy body, bodyCount: body.count,
                             requestTime: requestTime)
             }, to: Entry.self)
             made.withUnsafeMutablePointerToElements { p in
@@ -78,9 +88,9 @@ extension ResponseCache {
                 key.text.copyBytes(to: raw)
                 var variantText = key.variant
                 variantText.withUTF8 { if let from = $0.baseAddress { (raw + text).copyMemory(from: from, byteCount: variant) } }
-                var reasonText = head.reason
-                reasonText.withUTF8 { if let from = $0.baseAddress { (raw + text + variant).copyMemory(from: from, byteCount: reason) } }
-                head.headers.writeCompact(to: raw + fieldsAt)
+                var reasonText = copy reason
+                reasonText.withUTF8 { if let from = $0.baseAddress { (raw + text + variant).copyMemory(from: from, byteCount: reasonCount) } }
+                headers.writeCompact(to: raw + fieldsAt)
                 if inline { body.withUnsafeBytes { if let from = $0.baseAddress { (raw + bodyAt).copyMemory(from: from, byteCount: $0.count) } } }
             }
             return made
@@ -95,8 +105,11 @@ extension ResponseCache {
         /// The block's bytes for `key`'s entry of `head` before the body (asked of the
         /// allocator; its rounding is part of `entryOverhead`).
         static func blockBytes(key: CacheKey, head: ResponseHead) -> Int {
-            fieldsOffset(text: key.text.count, variant: key.variant.utf8.count, reason: head.reason.utf8.count)
-                + head.headers.compactCount
+            blockBytes(key: key, reason: head.reason, headers: head.headers)
+        }
+
+        static func blockBytes(key: CacheKey, reason: borrowing String, headers: borrowing HTTPHeaders) -> Int {
+            fieldsOffset(text: key.text.count, variant: key.variant.utf8.count, reason: reason.utf8.count) + headers.compactCount
         }
 
         /// The body (a copy when it is in the block).

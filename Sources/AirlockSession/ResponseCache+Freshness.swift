@@ -177,6 +177,11 @@ extension ResponseCache {
     /// stored `ETag`); otherwise `If-Modified-Since` holds when the stored `Last-Modified` (or,
     /// without one, its `Date`) is not later. An invalid condition is ignored.
     public static func notModified(request: RequestHead, stored: ResponseHead) -> Bool {
+        notModified(request: request, storedHeaders: stored.headers)
+    }
+
+    /// `notModified` with the stored head's fields alone (all it reads).
+    static func notModified(request: RequestHead, storedHeaders stored: borrowing HTTPHeaders) -> Bool {
         guard request.method.isGetOrHead else { return false }
         // Most requests have neither condition: one test says so.
         guard request.headers.contains(.ifNoneMatch) || request.headers.contains(.ifModifiedSince) else { return false }
@@ -185,13 +190,13 @@ extension ResponseCache {
             switch EntityTag.condition(inm.joined(separator: ", ")) {
             case .any: return true
             case .tags(let tags):
-                guard let mine = stored.headers.first(.etag).flatMap(EntityTag.init(parsing:)) else { return false }
+                guard let mine = stored.first(.etag).flatMap(EntityTag.init(parsing:)) else { return false }
                 return tags.contains { $0.weakMatch(mine) }
             case .invalid: return false
             }
         }
         guard let since = request.headers.firstDate(.ifModifiedSince) else { return false }
-        guard let modified = stored.headers.firstDate(.lastModified) ?? stored.headers.firstDate(.date) else { return false }
+        guard let modified = stored.firstDate(.lastModified) ?? stored.firstDate(.date) else { return false }
         return modified <= since
     }
 
@@ -244,27 +249,23 @@ extension ResponseCache {
         return out
     }
 
-    /// The head a store keeps, made of the response's own (`complete` owns it), whose
-    /// `Content-Length` is the stored body's. Nearly always it is kept as it came, fields and
-    /// storage untouched: its one `Content-Length` gave the body's length, and its `Connection`
-    /// names no other field. Its hop-by-hop fields (`Connection: keep-alive`, `Keep-Alive`) and
-    /// an `Age` then stay in the entry, and `served` leaves them out of every head it serves:
-    /// RFC 9111 3.1 has them removed before forwarding, which "MAY be implemented by doing so
-    /// before storage". Otherwise (a `Connection` naming other fields, chunked framing, no or
-    /// another length) the head keeps `storableFields` and the body's length.
-    static func storedHead(_ head: inout ResponseHead, bodyCount: Int, hasBody: Bool) {
-        let h = head.headers
-        // (Its fields are copied into the entry's block either way: the parse's storage, with
-        // whatever room it has, is not kept.)
+    /// The fields a store keeps in place of the response's own, or nil when it keeps them as
+    /// they came, which is nearly always: its one `Content-Length` gave the body's length, and its
+    /// `Connection` names no other field. Its hop-by-hop fields (`Connection: keep-alive`,
+    /// `Keep-Alive`) and an `Age` then stay in the entry, and `served` leaves them out of every
+    /// head it serves: RFC 9111 3.1 has them removed before forwarding, which "MAY be
+    /// implemented by doing so before storage". Otherwise (a `Connection` naming other fields,
+    /// chunked framing, no or another length) the entry keeps `storableFields` and the body's
+    /// length. (Either way the entry copies the fields into its block; the stored head's
+    /// framing is the body's length, or none for a 204.)
+    static func storedFields(_ h: borrowing HTTPHeaders, bodyCount: Int, hasBody: Bool) -> HTTPHeaders? {
         let asItCame = !h.contains(.transferEncoding)
             && (hasBody ? h.hasSoleDecimal(.contentLength, bodyCount) : !h.contains(.contentLength))
         let connection = HopByHop.connectionTokens(h)
-        if !(asItCame && connection.isEmpty) {
-            head.headers = storableFields(h, connectionTokens: connection)
-            if hasBody { head.headers.append(.contentLength, decimal: bodyCount) }
-        }
-        head.declaredFraming = hasBody ? .length(UInt64(bodyCount)) : .none
-        head.keepAlive = true
+        if asItCame && connection.isEmpty { return nil }
+        var fields = storableFields(h, connectionTokens: connection)
+        if hasBody { fields.append(.contentLength, decimal: bodyCount) }
+        return fields
     }
 
     /// The fields of a stored head that a served one leaves out: the hop-by-hop ones and
@@ -283,7 +284,7 @@ extension ResponseCache {
     }
 
     /// `storableFields` with the head's `HopByHop.connectionTokens` already read.
-    private static func storableFields(_ headers: HTTPHeaders, connectionTokens connection: [String]) -> HTTPHeaders {
+    private static func storableFields(_ headers: borrowing HTTPHeaders, connectionTokens connection: [String]) -> HTTPHeaders {
         // Room for the `Content-Length` the store appends.
         if connection.isEmpty {   // nearly always (`Connection: keep-alive` names none): no call per field
             return headers.filtered(reserving: 36, dropping: neverStored)

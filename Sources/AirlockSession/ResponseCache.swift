@@ -191,7 +191,7 @@ public struct ResponseCache {
     /// A purge to `purgeTo` is under way (it began when the stored bytes passed `memory`).
     public private(set) var purging = false
     /// Emptied tables (`retireAll`) freed a slice per `purgeStep`.
-    private var retired: [EntryTable] = []
+    @usableFromInline var retired: [EntryTable] = []
 
     /// The entries by their keys' hashes (a 64-bit keyed hash, no text to retain, release or
     /// compare in the index), each entry confirming its own key (`entry(for:)`).
@@ -304,9 +304,10 @@ public struct ResponseCache {
     /// it (a rejected response is never stored). `body` is the whole decoded body.
     /// `fieldsChecked`: the caller's response filter found no `fieldRefusal` for this request
     /// and response (the rules that read fields only), so they are not checked again.
-    /// `response` and `body` are consumed: the stored entry copies them into its one block
-    /// (`Entry`; a body over `Entry.inlineBodyLimit` is kept as it is, beside the block).
-    public mutating func complete(_ fill: Fill, request: RequestHead, response: consuming ResponseHead, body: consuming [UInt8],
+    /// `response` and `body` are read where they lie: the stored entry copies both into its one
+    /// block (`Entry`; a body over `Entry.inlineBodyLimit` is kept as it is, beside the block,
+    /// sharing the caller's array).
+    public mutating func complete(_ fill: Fill, request: RequestHead, response: borrowing ResponseHead, body: borrowing [UInt8],
                                   validated: Bool, now: Int64, fieldsChecked: Bool = false) -> Completion {
         let waiters = release(fill)
         var status = CacheStatus(fwd: fill.forward, fwdStatus: response.status)
@@ -351,13 +352,39 @@ public struct ResponseCache {
             return Completion(outcome: .notStored(refusal), status: status, waiters: waiters)
         }
         let initialAge = Self.initialAge(response.headers, date: facts.date, requestTime: fill.requestTime, responseTime: now)
+        // The stored head is the response's, its fields replaced only when they must be
+        // (`storedFields`); either way the entry copies them into its block, read in place.
         let hasBody = response.status != 204
-        // The stored head: the response's, its fields replaced when they must be (copied into
-        // the entry's block either way).
-        var head = response
-        Self.storedHead(&head, bodyCount: body.count, hasBody: hasBody)
+        let stored = StoredResponse(version: response.version, status: response.status, hasBody: hasBody, bodyCount: body.count,
+                                    requestTime: fill.requestTime, responseTime: now, initialAge: initialAge, facts: facts)
+        if let fields = Self.storedFields(response.headers, bodyCount: body.count, hasBody: hasBody) {
+            return store(key, base: base, names: names, request: request, stored, reason: response.reason, fields: fields,
+                         body: body, status: status, waiters: waiters)
+        }
+        return store(key, base: base, names: names, request: request, stored, reason: response.reason, fields: response.headers,
+                     body: body, status: status, waiters: waiters)
+    }
+
+    /// What a store keeps of the response besides its reason, fields and body.
+    private struct StoredResponse {
+        var version: HTTPVersion
+        var status: Int
+        var hasBody: Bool
+        var bodyCount: Int
+        var requestTime: Int64
+        var responseTime: Int64
+        var initialAge: Int64
+        var facts: Facts
+    }
+
+    /// `complete`'s store, once the rules allowed it: the entry is made from the response's
+    /// reason and the stored fields where they lie (`borrowing`: the caller keeps its head, and
+    /// nothing is copied before the entry's block), within `max_object`.
+    private mutating func store(_ key: CacheKey, base: CacheKey, names: [String], request: RequestHead, _ stored: StoredResponse,
+                                reason: borrowing String, fields: borrowing HTTPHeaders, body: borrowing [UInt8],
+                                status: consuming CacheStatus, waiters: Int) -> Completion {
         // The entry's bytes, as it would be stored, against `max_object`.
-        guard Self.cost(key: key, head: head, body: body) <= limits.maxObject else {
+        guard Self.cost(blockBytes: Entry.blockBytes(key: key, reason: reason, headers: fields), body: body.count) <= limits.maxObject else {
             status.detail = .refused(.tooLarge)
             return Completion(outcome: .notStored(.tooLarge), status: status, waiters: waiters)
         }
@@ -368,9 +395,11 @@ public struct ResponseCache {
             removeURL(base)                       // its entries varied otherwise, or not at all
             urls[base] = URLState(vary: names)
         }
-        let notModified = Self.notModified(request: request, stored: head)
-        put(key, Entry.make(key: key, head: head, body: body, requestTime: fill.requestTime, responseTime: now,
-                            initialAge: initialAge, lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache))
+        let notModified = Self.notModified(request: request, storedHeaders: fields)
+        put(key, Entry.make(key: key, version: stored.version, status: stored.status, reason: reason, headers: fields,
+                            declaredFraming: stored.hasBody ? .length(UInt64(stored.bodyCount)) : .none, body: body,
+                            requestTime: stored.requestTime, responseTime: stored.responseTime, initialAge: stored.initialAge,
+                            lifetime: stored.facts.lifetime, alwaysRevalidate: stored.facts.control.noCache))
         counters.stores += 1
         status.stored = true
         purgeIfNeeded()
@@ -400,10 +429,6 @@ public struct ResponseCache {
     /// Bytes an entry counts against `memory` (its `bytes`): its body, its block (key, reason
     /// phrase and the head's fields, `Entry.blockBytes`) and `entryOverhead`, so many small
     /// entries cannot hold many times `memory` in the process.
-    static func cost(key: CacheKey, head: ResponseHead, body: [UInt8]) -> Int {
-        cost(blockBytes: Entry.blockBytes(key: key, head: head), body: body.count)
-    }
-
     /// `cost` of an entry whose block (before the body) and body have these byte counts.
     static func cost(blockBytes: Int, body: Int) -> Int { body + blockBytes + entryOverhead }
 
@@ -475,7 +500,9 @@ public struct ResponseCache {
     }
 
     /// A purge is under way, or entries `retireAll` left wait to be freed.
-    public var hasWork: Bool { purging || !retired.isEmpty }
+    /// Inlined: the executor asks after every call to the cache (`Worker.withCache`), and the
+    /// call copied the whole cache (344 bytes) out of its class to ask it.
+    @inlinable public var hasWork: Bool { purging || !retired.isEmpty }
 
     /// Entries `retireAll` left that are not freed yet.
     public var retiredCount: Int { retired.reduce(0) { $0 + $1.count } }
