@@ -355,36 +355,24 @@ public struct ResponseCache {
         // The stored head is the response's, its fields replaced only when they must be
         // (`storedFields`); either way the entry copies them into its block, read in place.
         let hasBody = response.status != 204
-        let stored = StoredResponse(version: response.version, status: response.status, hasBody: hasBody, bodyCount: body.count,
-                                    requestTime: fill.requestTime, responseTime: now, initialAge: initialAge, facts: facts)
         if let fields = Self.storedFields(response.headers, bodyCount: body.count, hasBody: hasBody) {
-            return store(key, base: base, names: names, request: request, stored, reason: response.reason, fields: fields,
-                         body: body, status: status, waiters: waiters)
+            return store(key, base: base, names: names, request: request, response: response, fields: fields, body: body,
+                         hasBody: hasBody, requestTime: fill.requestTime, now: now, initialAge: initialAge, facts: facts, status: status, waiters: waiters)
         }
-        return store(key, base: base, names: names, request: request, stored, reason: response.reason, fields: response.headers,
-                     body: body, status: status, waiters: waiters)
-    }
-
-    /// What a store keeps of the response besides its reason, fields and body.
-    private struct StoredResponse {
-        var version: HTTPVersion
-        var status: Int
-        var hasBody: Bool
-        var bodyCount: Int
-        var requestTime: Int64
-        var responseTime: Int64
-        var initialAge: Int64
-        var facts: Facts
+        return store(key, base: base, names: names, request: request, response: response, fields: response.headers, body: body,
+                     hasBody: hasBody, requestTime: fill.requestTime, now: now, initialAge: initialAge, facts: facts, status: status, waiters: waiters)
     }
 
     /// `complete`'s store, once the rules allowed it: the entry is made from the response's
-    /// reason and the stored fields where they lie (`borrowing`: the caller keeps its head, and
-    /// nothing is copied before the entry's block), within `max_object`.
-    private mutating func store(_ key: CacheKey, base: CacheKey, names: [String], request: RequestHead, _ stored: StoredResponse,
-                                reason: borrowing String, fields: borrowing HTTPHeaders, body: borrowing [UInt8],
+    /// status line and `fields` (its own or their replacement) where they lie (`borrowing`: the
+    /// caller keeps its head, and nothing is copied before the entry's block), within `max_object`.
+    private mutating func store(_ key: CacheKey, base: CacheKey, names: [String], request: RequestHead,
+                                response: borrowing ResponseHead, fields: borrowing HTTPHeaders, body: borrowing [UInt8],
+                                hasBody: Bool, requestTime: Int64, now: Int64, initialAge: Int64, facts: Facts,
                                 status: consuming CacheStatus, waiters: Int) -> Completion {
         // The entry's bytes, as it would be stored, against `max_object`.
-        guard Self.cost(blockBytes: Entry.blockBytes(key: key, reason: reason, headers: fields), body: body.count) <= limits.maxObject else {
+        guard Self.cost(blockBytes: Entry.blockBytes(key: key, reason: response.reason, headers: fields), body: body.count)
+                <= limits.maxObject else {
             status.detail = .refused(.tooLarge)
             return Completion(outcome: .notStored(.tooLarge), status: status, waiters: waiters)
         }
@@ -396,10 +384,10 @@ public struct ResponseCache {
             urls[base] = URLState(vary: names)
         }
         let notModified = Self.notModified(request: request, storedHeaders: fields)
-        put(key, Entry.make(key: key, version: stored.version, status: stored.status, reason: reason, headers: fields,
-                            declaredFraming: stored.hasBody ? .length(UInt64(stored.bodyCount)) : .none, body: body,
-                            requestTime: stored.requestTime, responseTime: stored.responseTime, initialAge: stored.initialAge,
-                            lifetime: stored.facts.lifetime, alwaysRevalidate: stored.facts.control.noCache))
+        put(key, Entry.make(key: key, version: response.version, status: response.status, reason: response.reason, headers: fields,
+                            declaredFraming: hasBody ? .length(UInt64(body.count)) : .none, body: body,
+                            requestTime: requestTime, responseTime: now, initialAge: initialAge,
+                            lifetime: facts.lifetime, alwaysRevalidate: facts.control.noCache))
         counters.stores += 1
         status.stored = true
         purgeIfNeeded()
