@@ -102,12 +102,8 @@ extension ResponseCache {
             (text + variant + reason + 7) & ~7
         }
 
-        /// The block's bytes for `key`'s entry of `head` before the body (asked of the
-        /// allocator; its rounding is part of `entryOverhead`).
-        static func blockBytes(key: CacheKey, head: ResponseHead) -> Int {
-            blockBytes(key: key, reason: head.reason, headers: head.headers)
-        }
-
+        /// The block's bytes for `key`'s entry of a head with this reason phrase and these
+        /// fields, before the body (asked of the allocator; its rounding is part of `entryOverhead`).
         static func blockBytes(key: CacheKey, reason: borrowing String, headers: borrowing HTTPHeaders) -> Int {
             fieldsOffset(text: key.text.count, variant: key.variant.utf8.count, reason: reason.utf8.count) + headers.compactCount
         }

@@ -191,7 +191,7 @@ public struct ResponseCache {
     /// A purge to `purgeTo` is under way (it began when the stored bytes passed `memory`).
     public private(set) var purging = false
     /// Emptied tables (`retireAll`) freed a slice per `purgeStep`.
-    @usableFromInline var retired: [EntryTable] = []
+    @usableFromInline private(set) var retired: [EntryTable] = []
 
     /// The entries by their keys' hashes (a 64-bit keyed hash, no text to retain, release or
     /// compare in the index), each entry confirming its own key (`entry(for:)`).
@@ -414,10 +414,9 @@ public struct ResponseCache {
     /// counted ~200 B. One block holds less beside its bytes; the figure is kept, on the safe side.
     public static let entryOverhead = 512
 
-    /// Bytes an entry counts against `memory` (its `bytes`): its body, its block (key, reason
-    /// phrase and the head's fields, `Entry.blockBytes`) and `entryOverhead`, so many small
-    /// entries cannot hold many times `memory` in the process.
-    /// `cost` of an entry whose block (before the body) and body have these byte counts.
+    /// Bytes an entry counts against `memory` (its `bytes`): its body, its block before the body
+    /// (key, reason phrase and the head's fields, `Entry.blockBytes`) and `entryOverhead`, so
+    /// many small entries cannot hold many times `memory` in the process.
     static func cost(blockBytes: Int, body: Int) -> Int { body + blockBytes + entryOverhead }
 
     // MARK: storage
