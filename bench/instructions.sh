@@ -32,6 +32,7 @@
 #        "2097152,16,64": one core's 2 MiB L2) and prints the simulated last-level read and write
 #        misses per request beside the instructions (`callgrind_annotate --show=DLmr,DLmw FILE`
 #        per function). A model, not this machine's caches: it shows which code reads cold memory.
+#      VG_EXTRA: more valgrind options (e.g. "--branch-sim=yes"; CACHE_SIM's replace them)
 #      WARMUP (3): seconds of wrk before the counters are zeroed (a cache that must fill before it
 #        evicts needs more under valgrind, ~2,000 requests a second)
 set -euo pipefail
@@ -108,6 +109,7 @@ dashboard_close() {
 measure() {  # measure NAME PORT CMD...
   local name=$1 port=$2; shift 2
   local sim=()
+  [ -n "${VG_EXTRA:-}" ] && sim=($VG_EXTRA)
   [ "${CACHE_SIM:-0}" = 1 ] && sim=(--cache-sim=yes --D1=49152,12,64 "--LL=${LL_CACHE:-2097152,16,64}")
   valgrind --tool=callgrind "${sim[@]}" --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
   vg=$!
