@@ -32,7 +32,8 @@
 #        "2097152,16,64": one core's 2 MiB L2) and prints the simulated last-level read and write
 #        misses per request beside the instructions (`callgrind_annotate --show=DLmr,DLmw FILE`
 #        per function). A model, not this machine's caches: it shows which code reads cold memory.
-#      VG_EXTRA: more valgrind options (e.g. "--branch-sim=yes"; CACHE_SIM's replace them)
+#      VG_EXTRA: more valgrind options, split on spaces (e.g. "--branch-sim=yes"; with CACHE_SIM=1
+#        both apply)
 #      WARMUP (3): seconds of wrk before the counters are zeroed (a cache that must fill before it
 #        evicts needs more under valgrind, ~2,000 requests a second)
 set -euo pipefail
@@ -108,10 +109,10 @@ dashboard_close() {
 
 measure() {  # measure NAME PORT CMD...
   local name=$1 port=$2; shift 2
-  local sim=()
-  [ -n "${VG_EXTRA:-}" ] && sim=($VG_EXTRA)
-  [ "${CACHE_SIM:-0}" = 1 ] && sim=(--cache-sim=yes --D1=49152,12,64 "--LL=${LL_CACHE:-2097152,16,64}")
-  valgrind --tool=callgrind "${sim[@]}" --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
+  local extra=()
+  read -ra extra <<<"${VG_EXTRA:-}"
+  [ "${CACHE_SIM:-0}" = 1 ] && extra+=(--cache-sim=yes --D1=49152,12,64 "--LL=${LL_CACHE:-2097152,16,64}")
+  valgrind --tool=callgrind "${extra[@]}" --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
   vg=$!
   wait_port "$port" 60 || { cat "$work/$name.log" >&2; die "$name did not start under valgrind"; }
   local lua=() args=()
